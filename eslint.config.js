@@ -1,0 +1,25 @@
+// @ts-check
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import ferry from './tools/eslint/package-boundaries.js';
+
+export default tseslint.config(
+  { ignores: ['**/dist/**', '**/node_modules/**', '**/.turbo/**', '**/coverage/**', '.tmp/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly' } },
+    plugins: { ferry },
+    rules: {
+      'ferry/package-boundaries': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+      // The clock is injected: wall time and real timers belong to the clock implementation only.
+      'no-restricted-properties': ['error', { object: 'Date', property: 'now', message: 'Use the injected clock.' }],
+    },
+  },
+  {
+    files: ['**/system-clock.ts', '**/*.test.ts', 'bench/**', 'scripts/**', 'tools/**', '**/embedded-postgres.ts'],
+    rules: { 'no-restricted-properties': 'off' },
+  },
+);

@@ -1,0 +1,36 @@
+import 'reflect-metadata';
+import { container as rootContainer, type DependencyContainer, type InjectionToken } from 'tsyringe';
+import type { EngineContext } from './engine-context.js';
+import { ApiKeysService } from './services/api-keys-service.js';
+import { ConnectorsService } from './services/connectors-service.js';
+import { EventsService } from './services/events-service.js';
+import { PipelinesService } from './services/pipelines-service.js';
+import { WebhooksService } from './services/webhooks-service.js';
+import { WorkspacesService } from './services/workspaces-service.js';
+
+/** Injection tokens of one engine's container. */
+export const TOKENS = {
+  context: Symbol('ferry.context') as InjectionToken<EngineContext>,
+} as const;
+
+/**
+ * Wires one engine: a child container of its own (two engines in one process share nothing),
+ * every service registered as a singleton through an explicit factory. Factories rather than
+ * decorators because esbuild-compiled code carries no constructor metadata, and because the
+ * whole graph then reads in one place.
+ */
+export function createEngineContainer(context: EngineContext): DependencyContainer {
+  const c = rootContainer.createChildContainer();
+  c.registerInstance(TOKENS.context, context);
+  const singleton = <T>(token: new (ctx: EngineContext) => T) => {
+    let instance: T | undefined;
+    c.register(token, { useFactory: (dc) => (instance ??= new token(dc.resolve(TOKENS.context))) });
+  };
+  singleton(WorkspacesService);
+  singleton(ApiKeysService);
+  singleton(ConnectorsService);
+  singleton(PipelinesService);
+  singleton(EventsService);
+  singleton(WebhooksService);
+  return c;
+}

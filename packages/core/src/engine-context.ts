@@ -1,0 +1,84 @@
+import type { Clock } from './clock.js';
+import type { SecretBox } from './crypto/secret-box.js';
+import type { PlatformEvent, PlatformEventType } from './domain.js';
+import { FerryError } from './errors.js';
+import type { IdGenerator } from './ids.js';
+import type { Logger } from './logger.js';
+import type { CursorCodec } from './pagination.js';
+import type { PlatformEventBus } from './platform-event-bus.js';
+import type { JsonObject } from './plugin/types.js';
+import type { PluginRegistry } from './plugin/registry.js';
+import type { FerryStorage, Repositories } from './storage/ferry-storage.js';
+
+/** Settings the services read, resolved from the engine options. */
+export interface ServiceSettings {
+  /** Hosts (or `*`) webhook URLs may use plain http and private addresses for. */
+  outboundAllow: readonly string[];
+  /** Defaults of new pipelines. */
+  pipelineDefaults: { batch_size: number; flush_interval_ms: number; max_attempts: number };
+}
+
+/** What every service of one engine shares. Private to the engine: plugins get typed contexts. */
+export interface EngineContext {
+  readonly storage: FerryStorage;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly ids: IdGenerator;
+  readonly box: SecretBox;
+  readonly cursors: CursorCodec;
+  readonly registry: PluginRegistry;
+  readonly bus: PlatformEventBus;
+  readonly settings: ServiceSettings;
+  /** Identifies this engine instance as a lease holder. */
+  readonly instanceId: string;
+  /** Throws `unavailable` unless the engine is started. */
+  assertRunning(): void;
+}
+
+/** Records a platform event inside the current transaction. */
+export type Emit = (workspaceId: string, type: PlatformEventType, data: JsonObject) => PlatformEvent;
+
+/**
+ * Runs a state change and the platform events it causes in one transaction (the outbox rule:
+ * an event exists if and only if its cause committed), then publishes them in process.
+ */
+export async function transact<T>(ctx: EngineContext, fn: (repos: Repositories, emit: Emit) => Promise<T>): Promise<T> {
+  ctx.assertRunning();
+  const recorded: PlatformEvent[] = [];
+  const result = await ctx.storage.transaction(async (repos) => {
+    const pending: Promise<void>[] = [];
+    const emit: Emit = (workspaceId, type, data) => {
+      const event: PlatformEvent = { id: ctx.ids.create('event'), type, occurred_at: new Date(ctx.clock.now()).toISOString(), data, workspace_id: workspaceId };
+      recorded.push(event);
+      pending.push(repos.outbox.append(event));
+      return event;
+    };
+    const value = await fn(repos, emit);
+    await Promise.all(pending);
+    return value;
+  });
+  ctx.bus.publish(recorded);
+  return result;
+}
+
+/** Repositories outside a transaction, for reads. */
+export function reader(ctx: EngineContext): Repositories {
+  ctx.assertRunning();
+  return ctx.storage.repos;
+}
+
+/** The engine's time as ISO 8601. */
+export function nowIso(ctx: Pick<EngineContext, 'clock'>): string {
+  return new Date(ctx.clock.now()).toISOString();
+}
+
+const WORKSPACE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+/** Validates a workspace id (letters, digits, `_` and `-`, 1..64, not starting with a symbol). */
+export function assertWorkspaceId(workspaceId: string): void {
+  if (typeof workspaceId !== 'string' || !WORKSPACE_ID.test(workspaceId)) {
+    throw new FerryError('validation_failed', 'Invalid workspace id.', {
+      errors: [{ pointer: '/workspace', code: 'pattern', detail: 'A workspace id is 1 to 64 letters, digits, "_" or "-".' }],
+    });
+  }
+}

@@ -1,0 +1,193 @@
+import { randomUUID } from 'node:crypto';
+import type { Observable } from 'rxjs';
+import type { DependencyContainer } from 'tsyringe';
+import { systemClock, type Clock } from './clock.js';
+import { createEngineContainer } from './container.js';
+import { generateSecretKey, parseSecretKey, SecretBox } from './crypto/secret-box.js';
+import type { PlatformEvent, PlatformEventType } from './domain.js';
+import type { EngineContext, ServiceSettings } from './engine-context.js';
+import { FerryError } from './errors.js';
+import { IdGenerator } from './ids.js';
+import { silentLogger, type Logger } from './logger.js';
+import { CursorCodec } from './pagination.js';
+import { PlatformEventBus, type PlatformEventListener } from './platform-event-bus.js';
+import { PluginRegistry } from './plugin/registry.js';
+import type { FerryPlugin } from './plugin/types.js';
+import { ApiKeysService } from './services/api-keys-service.js';
+import { ConnectorsService } from './services/connectors-service.js';
+import { EventsService } from './services/events-service.js';
+import { PipelinesService } from './services/pipelines-service.js';
+import { WebhooksService } from './services/webhooks-service.js';
+import { WorkspacesService } from './services/workspaces-service.js';
+import { FerryStorage } from './storage/ferry-storage.js';
+import type { StorageConfig } from './storage/storage-config.js';
+import { builtinTransforms } from './transforms/index.js';
+
+/** Options of {@link createEngine}. */
+export interface EngineOptions {
+  /** Where state lives: `sqlite({ filename })` or `postgres({ connectionString })`. */
+  storage: StorageConfig;
+  /** Connector and transform plugins, registered explicitly. */
+  plugins?: readonly FerryPlugin[];
+  /**
+   * The key-encryption key for connector and webhook secrets: 32 bytes, as raw bytes, 64 hex
+   * characters or base64(url). Required, except for an in-memory SQLite database, where an
+   * ephemeral key is generated (nothing outlives the process there anyway).
+   */
+  secretKey?: string | Uint8Array;
+  /** Source of time; tests pass a virtual clock. Default: the wall clock. */
+  clock?: Clock;
+  /** A pino-compatible logger. Default: silent. */
+  logger?: Logger;
+  /** Identifies this instance as a lease holder (default: a random UUID). */
+  instanceId?: string;
+  /**
+   * Hosts or CIDRs that webhooks and connectors may reach over plain http and despite being
+   * private or loopback (local development and tests). `*` allows everything.
+   */
+  outboundAllow?: readonly string[];
+  /** Defaults of new pipelines. */
+  pipelineDefaults?: Partial<ServiceSettings['pipelineDefaults']>;
+}
+
+/** Lifecycle state of an engine. */
+export type EngineState = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+/**
+ * One Ferry engine: services over one storage, with its own plugins, clock and event bus.
+ * Create it with {@link createEngine}, then `start()` it.
+ */
+export class Engine {
+  /** Connectors: CRUD, checks. */
+  readonly connectors: ConnectorsService;
+  /** Pipelines: CRUD, state machine, runs. */
+  readonly pipelines: PipelinesService;
+  /** The per-pipeline event log and replay. */
+  readonly events: EventsService;
+  /** Webhook subscriptions and their deliveries. */
+  readonly webhooks: WebhooksService;
+  /** API keys. */
+  readonly apiKeys: ApiKeysService;
+  /** Workspaces. */
+  readonly workspaces: WorkspacesService;
+  /** Every platform event this engine records, after commit, as an RxJS stream. */
+  readonly platformEvents$: Observable<PlatformEvent>;
+  /** This instance's id as a lease holder. */
+  readonly instanceId: string;
+  /** The engine's storage (advanced use: tools, tests). */
+  readonly storage: FerryStorage;
+  /** The engine's clock. */
+  readonly clock: Clock;
+  /** The engine's logger. */
+  readonly logger: Logger;
+
+  private lifecycle: EngineState = 'created';
+  private readonly bus: PlatformEventBus;
+  private readonly container: DependencyContainer;
+
+  /** @internal Use {@link createEngine}. */
+  constructor(options: EngineOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? silentLogger;
+    this.instanceId = options.instanceId ?? randomUUID();
+    if (options.secretKey === undefined && !options.storage.ephemeral) {
+      throw new FerryError('configuration_invalid', 'secretKey is required: it encrypts connector and webhook secrets at rest.');
+    }
+    const box = new SecretBox(parseSecretKey(options.secretKey ?? generateSecretKey()));
+    const registry = new PluginRegistry(options.plugins ?? [], builtinTransforms);
+    this.storage = new FerryStorage(options.storage);
+    this.bus = new PlatformEventBus(this.logger);
+    this.platformEvents$ = this.bus.events$;
+    const context: EngineContext = {
+      storage: this.storage,
+      clock: this.clock,
+      logger: this.logger,
+      ids: new IdGenerator(this.clock),
+      box,
+      cursors: new CursorCodec(box.deriveKey('ferry/cursor/v1'), this.clock),
+      registry,
+      bus: this.bus,
+      instanceId: this.instanceId,
+      settings: {
+        outboundAllow: options.outboundAllow ?? [],
+        pipelineDefaults: { batch_size: 500, flush_interval_ms: 1000, max_attempts: 3, ...options.pipelineDefaults },
+      },
+      assertRunning: () => {
+        if (this.lifecycle !== 'running') {
+          throw new FerryError('unavailable', this.lifecycle === 'created' ? 'The engine is not started.' : 'The engine is shutting down.', { retryAfterSeconds: 5 });
+        }
+      },
+    };
+    this.container = createEngineContainer(context);
+    this.connectors = this.container.resolve(ConnectorsService);
+    this.pipelines = this.container.resolve(PipelinesService);
+    this.events = this.container.resolve(EventsService);
+    this.webhooks = this.container.resolve(WebhooksService);
+    this.apiKeys = this.container.resolve(ApiKeysService);
+    this.workspaces = this.container.resolve(WorkspacesService);
+  }
+
+  /** Current lifecycle state. */
+  get state(): EngineState {
+    return this.lifecycle;
+  }
+
+  /** Applies migrations and starts the engine's work. Idempotent while running. */
+  async start(): Promise<void> {
+    if (this.lifecycle === 'running') return;
+    if (this.lifecycle !== 'created') throw new FerryError('unavailable', `An engine cannot start from ${this.lifecycle}.`);
+    this.lifecycle = 'starting';
+    try {
+      await this.storage.migrate();
+    } catch (error) {
+      this.lifecycle = 'created';
+      throw error;
+    }
+    this.lifecycle = 'running';
+    this.logger.info({ storage: this.storage.description, instance_id: this.instanceId }, 'ferry engine started');
+  }
+
+  /** Stops gracefully: refuses new work, lets in-flight work finish, closes storage. Idempotent. */
+  async stop(): Promise<void> {
+    if (this.lifecycle === 'stopped' || this.lifecycle === 'stopping') return;
+    this.lifecycle = 'stopping';
+    this.bus.close();
+    this.container.clearInstances();
+    await this.storage.close();
+    this.lifecycle = 'stopped';
+    this.logger.info({ instance_id: this.instanceId }, 'ferry engine stopped');
+  }
+
+  /** Listens to one platform event type (or `*` for all), in process, after commit. */
+  on<T extends PlatformEventType>(type: T | '*', listener: PlatformEventListener<T>): this {
+    this.bus.on(type, listener);
+    return this;
+  }
+
+  /** Like {@link on}, for the next event only. */
+  once<T extends PlatformEventType>(type: T | '*', listener: PlatformEventListener<T>): this {
+    this.bus.once(type, listener);
+    return this;
+  }
+
+  /** Removes a listener added with {@link on} or {@link once}. */
+  off<T extends PlatformEventType>(type: T | '*', listener: PlatformEventListener<T>): this {
+    this.bus.off(type, listener);
+    return this;
+  }
+}
+
+/**
+ * Creates an engine. Nothing touches storage until `start()`.
+ *
+ * @example
+ * ```ts
+ * const engine = await createEngine({ storage: sqlite({ filename: 'ferry.db' }), secretKey: process.env.FERRY_SECRET_KEY });
+ * await engine.start();
+ * const connector = await engine.connectors.create('default', { type: 'postgres', direction: 'source', config: { ... } });
+ * await engine.stop();
+ * ```
+ */
+export async function createEngine(options: EngineOptions): Promise<Engine> {
+  return new Engine(options);
+}

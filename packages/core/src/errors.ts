@@ -1,0 +1,100 @@
+/**
+ * Every error code the engine can produce, with the HTTP status the /v2 API answers for it
+ * (contract section 2). The code is the stable part clients branch on; messages may change.
+ */
+export const ERROR_STATUS = {
+  validation_failed: 400,
+  malformed_json: 400,
+  invalid_cursor: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  name_taken: 409,
+  connector_in_use: 409,
+  invalid_state_transition: 409,
+  event_not_dead_lettered: 409,
+  rotation_in_progress: 409,
+  rotation_failed: 409,
+  delivery_in_progress: 409,
+  idempotency_key_in_progress: 409,
+  lease_lost: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  invalid_reference: 422,
+  invalid_direction: 422,
+  invalid_schedule: 422,
+  unknown_event_type: 422,
+  url_not_allowed: 422,
+  idempotency_key_reused: 422,
+  rate_limited: 429,
+  internal: 500,
+  configuration_invalid: 500,
+  unavailable: 503,
+} as const;
+
+/** A stable, snake_case error code (contract section 2). */
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** One field-level problem, as listed in a problem+json `errors` array. */
+export interface FieldError {
+  /** JSON pointer (RFC 6901) to the offending value, relative to the request body or query. */
+  pointer: string;
+  /** Stable snake_case code: `required`, `type`, `unknown_field`, `read_only`, `enum`, ... */
+  code: string;
+  /** Human-readable explanation. Never contains a secret value. */
+  detail: string;
+}
+
+/** Options carried by a {@link FerryError} besides its code and message. */
+export interface FerryErrorOptions {
+  /** Field-level problems (for `validation_failed`). */
+  errors?: FieldError[];
+  /** The current state of the resource, for 409s such as `invalid_state_transition`. */
+  currentStatus?: string;
+  /** Seconds after which retrying makes sense (429, 503). */
+  retryAfterSeconds?: number;
+  /** The underlying error, kept for logs; never serialized into a response. */
+  cause?: unknown;
+}
+
+/**
+ * The one error class of @ferry/core. Services throw it for every rule of the contract, so an
+ * embedder can branch on `code` exactly as an HTTP client branches on the problem+json `code`.
+ */
+export class FerryError extends Error {
+  /** Stable machine-readable code. */
+  readonly code: ErrorCode;
+  /** HTTP status the /v2 API maps this code to. */
+  readonly status: number;
+  /** Field-level problems, when the error is about input. */
+  readonly errors: FieldError[] | undefined;
+  /** Current state of the resource involved, for state conflicts. */
+  readonly currentStatus: string | undefined;
+  /** Retry hint in seconds. */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(code: ErrorCode, message: string, options: FerryErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'FerryError';
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.errors = options.errors;
+    this.currentStatus = options.currentStatus;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
+
+/** Shorthand for a `validation_failed` error carrying field errors. */
+export function validationError(errors: FieldError[], message = 'The request is not valid.'): FerryError {
+  return new FerryError('validation_failed', message, { errors });
+}
+
+/** Shorthand for a `not_found` error; used for unknown ids and for ids of another workspace alike. */
+export function notFound(kind: string, id: string): FerryError {
+  return new FerryError('not_found', `No ${kind} with id ${JSON.stringify(id)}.`);
+}
+
+/** True when `value` is a {@link FerryError}, optionally with the given code. */
+export function isFerryError(value: unknown, code?: ErrorCode): value is FerryError {
+  return value instanceof FerryError && (code === undefined || value.code === code);
+}

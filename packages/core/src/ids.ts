@@ -1,0 +1,40 @@
+import { monotonicFactory } from 'ulid';
+import type { Clock } from './clock.js';
+
+/** The id prefixes of contract section 1, by resource. */
+export const ID_PREFIXES = {
+  connector: 'con',
+  pipeline: 'pip',
+  event: 'evt',
+  run: 'run',
+  webhook: 'whk',
+  delivery: 'dlv',
+  key: 'key',
+  attempt: 'att',
+} as const;
+
+/** A resource kind that has an id prefix. */
+export type IdKind = keyof typeof ID_PREFIXES;
+
+/**
+ * Makes prefixed ULIDs (`con_01J...`). Ids are time-ordered by the engine's clock, and
+ * monotonic within one generator, so keyset pagination by id follows creation order.
+ */
+export class IdGenerator {
+  private readonly next = monotonicFactory();
+
+  constructor(private readonly clock: Clock) {}
+
+  /** A new id for a resource of `kind`. */
+  create(kind: IdKind): string {
+    return `${ID_PREFIXES[kind]}_${this.next(this.clock.now())}`;
+  }
+}
+
+const ULID_BODY = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/** True when `id` looks like an id of `kind` (prefix and ULID body). */
+export function isId(kind: IdKind, id: string): boolean {
+  const prefix = `${ID_PREFIXES[kind]}_`;
+  return id.startsWith(prefix) && ULID_BODY.test(id.slice(prefix.length));
+}

@@ -1,0 +1,86 @@
+/**
+ * @ferry/core: the Ferry engine. Create an engine on SQLite or Postgres, register connector and
+ * transform plugins, and drive it through typed services, an event emitter and RxJS streams.
+ *
+ * @packageDocumentation
+ */
+export { createEngine, Engine, type EngineOptions, type EngineState } from './engine.js';
+export { sqlite, postgres, type StorageConfig, type SqliteOptions, type PostgresOptions, type Dialect } from './storage/storage-config.js';
+export { FerryStorage, Repositories, openStorage } from './storage/ferry-storage.js';
+export { LeasesRepo, LeasedQueue, type LeaseGrant, type Claim, type ClaimOptions, type LeasedQueueSpec } from './storage/leases.js';
+export type { KeysetResult } from './storage/keyset.js';
+export type { ApiKeyRow } from './storage/repositories/api-keys-repo.js';
+export type { ConnectorRow } from './storage/repositories/connectors-repo.js';
+export type { PipelineRow } from './storage/repositories/pipelines-repo.js';
+export type { RunRow, NewRun } from './storage/repositories/runs-repo.js';
+export type { EventRow, DeadLetterRow, EventFilters } from './storage/repositories/events-repo.js';
+export type { WebhookRow } from './storage/repositories/webhooks-repo.js';
+export type { DeliveryRow, DeliveryAttemptRow } from './storage/repositories/deliveries-repo.js';
+export type { OutboxRow } from './storage/repositories/outbox-repo.js';
+export type { IdempotencyRecord, IdempotencyBegin } from './storage/repositories/idempotency-repo.js';
+export type { InboxRow, InboxEntry } from './storage/repositories/inbox-repo.js';
+export type { WorkspaceRow } from './storage/repositories/workspaces-repo.js';
+
+export { FerryError, ERROR_STATUS, isFerryError, type ErrorCode, type FieldError, type FerryErrorOptions } from './errors.js';
+export { systemClock, sleep, isoNow, type Clock, type ClockTimer } from './clock.js';
+export { silentLogger, type Logger, type LogFn } from './logger.js';
+export { IdGenerator, ID_PREFIXES, isId, type IdKind } from './ids.js';
+export { CursorCodec, normalizeLimit, DEFAULT_LIMIT, MAX_LIMIT, CURSOR_TTL_MS, type CursorScope } from './pagination.js';
+export { schemaErrors, type SchemaErrorOptions } from './validation.js';
+export { inputSchemas, readOnlyFields } from './schemas.js';
+export { assertSchedule, nextFireAfter } from './schedule.js';
+export { assertUrlAllowed, isBlockedAddress, isHostAllowed } from './outbound-policy.js';
+export { parseSecretKey, generateSecretKey, SecretBox } from './crypto/secret-box.js';
+export {
+  API_KEY_SCOPES,
+  generateApiKey,
+  parseApiKey,
+  apiKeyChecksum,
+  hashApiKeySecret,
+  verifyApiKeySecret,
+  scopeAllows,
+  type ApiKeyScope,
+  type GeneratedApiKey,
+} from './crypto/api-key.js';
+export { generateWebhookSecret, webhookSecretBytes, WEBHOOK_SECRET_PREFIX } from './crypto/webhook-secret.js';
+
+export * from './domain.js';
+export type { ConnectorsService } from './services/connectors-service.js';
+export type { PipelinesService, DeletePipelineResult } from './services/pipelines-service.js';
+export type { EventsService } from './services/events-service.js';
+export type { WebhooksService } from './services/webhooks-service.js';
+export type { ApiKeysService } from './services/api-keys-service.js';
+export type { WorkspacesService } from './services/workspaces-service.js';
+export type { PlatformEventListener } from './platform-event-bus.js';
+
+export { defineConnector, defineTransform } from './plugin/define.js';
+export { Secret, REDACTED, SECRET_KEYWORD } from './plugin/secret.js';
+export { ConnectorError, type ConnectorErrorOptions } from './plugin/connector-error.js';
+export type {
+  JsonValue,
+  JsonObject,
+  ConnectorDirection,
+  ConnectorHealth,
+  CheckResult,
+  Checkpoint,
+  SourceRecord,
+  SourceBatch,
+  PullSource,
+  PushSource,
+  Source,
+  DestinationEvent,
+  WriteResult,
+  Destination,
+  ConnectorContext,
+  PipelineConnectorContext,
+  RotateInput,
+  ConnectorDefinition,
+  AnyConnectorDefinition,
+  TransformEvent,
+  TransformContext,
+  TransformOutcome,
+  TransformDefinition,
+  AnyTransformDefinition,
+  FerryPlugin,
+} from './plugin/types.js';
+export { builtinTransforms } from './transforms/index.js';

@@ -1,0 +1,50 @@
+import { FerryError } from '../errors.js';
+import type { AnyConnectorDefinition, AnyTransformDefinition, FerryPlugin } from './types.js';
+import { isConnectorDefinition } from './define.js';
+import { secretPaths, type ConfigPath } from './config-secrets.js';
+
+/** A registered connector type with what the core derives from its schema once. */
+export interface RegisteredConnector {
+  definition: AnyConnectorDefinition;
+  secretPaths: ConfigPath[];
+}
+
+/** The connector and transform types one engine knows. */
+export class PluginRegistry {
+  private readonly connectors = new Map<string, RegisteredConnector>();
+  private readonly transforms = new Map<string, AnyTransformDefinition>();
+
+  constructor(plugins: readonly FerryPlugin[], builtinTransforms: readonly AnyTransformDefinition[]) {
+    for (const t of builtinTransforms) this.transforms.set(t.type, t);
+    for (const plugin of plugins) {
+      if (isConnectorDefinition(plugin)) {
+        if (this.connectors.has(plugin.type)) {
+          throw new FerryError('configuration_invalid', `Connector type ${JSON.stringify(plugin.type)} is registered twice.`);
+        }
+        this.connectors.set(plugin.type, { definition: plugin, secretPaths: secretPaths(plugin.configSchema) });
+      } else {
+        // A plugin may replace a built-in step deliberately, but two plugins may not collide.
+        if (this.transforms.has(plugin.type) && !builtinTransforms.some((b) => b.type === plugin.type)) {
+          throw new FerryError('configuration_invalid', `Transform type ${JSON.stringify(plugin.type)} is registered twice.`);
+        }
+        this.transforms.set(plugin.type, plugin);
+      }
+    }
+  }
+
+  connector(type: string): RegisteredConnector | undefined {
+    return this.connectors.get(type);
+  }
+
+  connectorTypes(): string[] {
+    return [...this.connectors.keys()].sort();
+  }
+
+  transform(type: string): AnyTransformDefinition | undefined {
+    return this.transforms.get(type);
+  }
+
+  transformTypes(): string[] {
+    return [...this.transforms.keys()].sort();
+  }
+}

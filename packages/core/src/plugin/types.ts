@@ -1,0 +1,200 @@
+import type { Static, TObject, TSchema } from '@sinclair/typebox';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import type { ConnectorError } from './connector-error.js';
+
+/** Any JSON value; checkpoints and payloads are JSON. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** A JSON object, the shape of every event payload. */
+export type JsonObject = { [key: string]: JsonValue };
+
+/** Which way a connector moves events. `bidirectional` only where the plugin declares it. */
+export type ConnectorDirection = 'source' | 'destination' | 'bidirectional';
+
+/** Connector health (contract section 5). */
+export type ConnectorHealth = 'healthy' | 'degraded' | 'down';
+
+/** The outcome of a live connection check. */
+export interface CheckResult {
+  health: ConnectorHealth;
+  /** Round-trip time of the check, in milliseconds. */
+  latencyMs: number;
+  /** Why the check did not pass; must not contain secrets. */
+  error?: { code: string; message: string };
+}
+
+/**
+ * A source position. Opaque to the core: the plugin returns it with each batch and gets it back
+ * on the next read, after the batch was committed. `null` means "from the beginning".
+ */
+export type Checkpoint = JsonValue;
+
+/** One record read from a source. */
+export interface SourceRecord {
+  /**
+   * The record's position in the source, unique and stable across re-reads (a row's cursor
+   * value, a Kafka partition and offset, an object key and line). The event id is derived from
+   * it, so a re-read after a crash yields the same id.
+   */
+  position: string;
+  /** Event type, e.g. `order.created`. */
+  type: string;
+  /** When the event happened; the read time when the source has no such notion. */
+  occurredAt?: string | Date;
+  /** Event content. */
+  payload: JsonObject;
+}
+
+/** What a pull source returns from one read. */
+export interface SourceBatch {
+  records: SourceRecord[];
+  /** The position after the last record; committed with the batch. */
+  checkpoint: Checkpoint;
+}
+
+/**
+ * A source the core drives one batch at a time: it calls `read` again only after the previous
+ * batch was written and committed, so a source never runs ahead of its destination.
+ */
+export interface PullSource {
+  /** Reads up to `max` records after `checkpoint`; an empty `records` means caught up. */
+  read(checkpoint: Checkpoint | null, max: number, signal: AbortSignal): Promise<SourceBatch>;
+  /** Releases connections. */
+  close?(): Promise<void>;
+}
+
+/**
+ * A source that pushes (Kafka, an inbox). The core passes a handler; the source must await it
+ * before taking more, which is its backpressure. `consume` resolves when `signal` aborts.
+ */
+export interface PushSource {
+  consume(
+    from: Checkpoint | null,
+    handler: (batch: SourceBatch) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<void>;
+  /** Releases connections. */
+  close?(): Promise<void>;
+}
+
+/** A source is either pulled or pushes with an awaited handler. */
+export type Source = PullSource | PushSource;
+
+/** One event handed to a destination. */
+export interface DestinationEvent {
+  /** Stable event id (derived from the source position): use it to make writes idempotent. */
+  id: string;
+  type: string;
+  /** ISO 8601 UTC. */
+  occurredAt: string;
+  payload: JsonObject;
+}
+
+/** The outcome of writing one event. */
+export type WriteResult = { ok: true } | { ok: false; error: ConnectorError };
+
+/**
+ * A destination. `write` returns one result per event, in order; a per-record rejection is an
+ * `ok: false` result, while a failure of the whole batch (unreachable, throttled) is a thrown
+ * error with `retryable: true`.
+ */
+export interface Destination {
+  write(events: readonly DestinationEvent[], signal: AbortSignal): Promise<WriteResult[]>;
+  /** Releases connections. */
+  close?(): Promise<void>;
+}
+
+/** What every plugin call receives. */
+export interface ConnectorContext<TConfig> {
+  /** The connector's config with secrets decrypted and schema defaults applied. */
+  readonly config: TConfig;
+  readonly connectorId: string;
+  readonly workspaceId: string;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  /** Aborted when the engine stops or the call is no longer wanted. */
+  readonly signal: AbortSignal;
+}
+
+/** The context of a source or destination opened for one pipeline. */
+export interface PipelineConnectorContext<TConfig> extends ConnectorContext<TConfig> {
+  readonly pipelineId: string;
+}
+
+/** Input of a credential rotation (contract section 5.1). */
+export interface RotateInput<TConfig> {
+  /** New secret fields supplied by the caller; absent when the plugin must generate them. */
+  config?: Partial<TConfig>;
+}
+
+/**
+ * A connector type: a plain object, usually returned by a factory so it can take options.
+ * Build it with {@link defineConnector} for full type inference.
+ */
+export interface ConnectorDefinition<TSchemaT extends TObject = TObject> {
+  /** Type name as used in the API (`postgres`, `s3`, ...). Unique per engine. */
+  readonly type: string;
+  /** Plugin version (semver). */
+  readonly version: string;
+  /** The directions this type supports. List `bidirectional` only if it may be both at once. */
+  readonly directions: readonly ConnectorDirection[];
+  /** TypeBox schema of the config; mark secret fields with `Secret(...)`. */
+  readonly configSchema: TSchemaT;
+  /** A live connection check. */
+  check?(ctx: ConnectorContext<Static<TSchemaT>>): Promise<CheckResult>;
+  /** Opens the source side for one pipeline. */
+  source?(ctx: PipelineConnectorContext<Static<TSchemaT>>): Source | Promise<Source>;
+  /** Opens the destination side for one pipeline. */
+  destination?(ctx: PipelineConnectorContext<Static<TSchemaT>>): Destination | Promise<Destination>;
+  /**
+   * Produces new secret fields: validates supplied ones, or generates them when `input.config`
+   * is absent. Throws a non-retryable {@link ConnectorError} when it cannot.
+   */
+  rotate?(ctx: ConnectorContext<Static<TSchemaT>>, input: RotateInput<Static<TSchemaT>>): Promise<Partial<Static<TSchemaT>>>;
+}
+
+/** Any connector definition, whatever its config type. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyConnectorDefinition = ConnectorDefinition<any>;
+
+/** An event as the transform steps see it. */
+export interface TransformEvent {
+  id: string;
+  type: string;
+  occurredAt: string;
+  payload: JsonObject;
+}
+
+/** What a transform step receives besides the event and its own definition. */
+export interface TransformContext {
+  readonly pipelineId: string;
+  readonly workspaceId: string;
+  /** A stable per-pipeline salt, e.g. for hashing. */
+  readonly salt: string;
+}
+
+/** The outcome of a step: the (possibly changed) event, or `null` to filter it out. */
+export type TransformOutcome = TransformEvent | null;
+
+/** A transform step type. Build it with {@link defineTransform}. */
+export interface TransformDefinition<TStep extends TSchema = TSchema> {
+  /** The `type` value of the step in a pipeline's `transforms` array. */
+  readonly type: string;
+  /** Schema of the step definition, including its `type` literal. */
+  readonly schema: TStep;
+  /**
+   * Rules the schema cannot say (a regular expression that does not compile, ...): returns
+   * field problems as `{ pointer relative to the step, code, detail }`.
+   */
+  validate?(step: Static<TStep>): { pointer: string; code: string; detail: string }[];
+  /** Applies the step. Throwing sends the event to the dead-letter state at this stage. */
+  apply(event: TransformEvent, step: Static<TStep>, ctx: TransformContext): TransformOutcome | Promise<TransformOutcome>;
+}
+
+/** Any transform definition. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTransformDefinition = TransformDefinition<any>;
+
+/** A plugin: a connector type or a transform step type. */
+export type FerryPlugin = AnyConnectorDefinition | AnyTransformDefinition;

@@ -1,0 +1,258 @@
+import type { CheckResult, ConnectorContext, JsonObject } from '../plugin/types.js';
+import type { Connector, CreateConnectorInput, Page, PageParams, UpdateConnectorInput } from '../domain.js';
+import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../engine-context.js';
+import { FerryError, notFound, validationError } from '../errors.js';
+import { paginate } from '../pagination.js';
+import { joinSecrets, mergeConfig, scrub, secretStrings, splitSecrets, type SplitConfig } from '../plugin/config-secrets.js';
+import type { RegisteredConnector } from '../plugin/registry.js';
+import { inputSchemas, readOnlyFields } from '../schemas.js';
+import type { ConnectorRow } from '../storage/repositories/connectors-repo.js';
+import { assertSchema, schemaErrors } from '../validation.js';
+import { Value } from '@sinclair/typebox/value';
+
+/** A connector with its config in clear, as plugins receive it. Internal to the engine. */
+export interface OpenedConnector {
+  row: ConnectorRow;
+  plugin: RegisteredConnector;
+  /** Full config, secrets decrypted and schema defaults applied. */
+  config: JsonObject;
+  /** Secret values, to scrub from any message before it is stored or logged. */
+  secretValues: string[];
+}
+
+/** How long a connection check may take before it counts as failed. */
+const CHECK_TIMEOUT_MS = 10_000;
+
+/**
+ * Connectors: CRUD with the direction rules, secret fields encrypted at rest and redacted on
+ * the way out, and live checks through the plugin (contract section 5).
+ */
+export class ConnectorsService {
+  constructor(private readonly ctx: EngineContext) {}
+
+  /** Creates a connector (`validation_failed`, `invalid_direction`). */
+  async create(workspaceId: string, input: CreateConnectorInput): Promise<Connector> {
+    assertWorkspaceId(workspaceId);
+    assertSchema(inputSchemas.createConnector, input, { readOnly: readOnlyFields.connector });
+    const plugin = this.plugin(input.type, '/type');
+    if (!plugin.definition.directions.includes(input.direction)) {
+      throw new FerryError(
+        'invalid_direction',
+        `A ${input.type} connector cannot be ${input.direction}; it supports ${plugin.definition.directions.join(', ')}.`,
+      );
+    }
+    this.validateConfig(plugin, input.config);
+    const id = this.ctx.ids.create('connector');
+    const now = nowIso(this.ctx);
+    const split = splitSecrets(input.config, plugin.secretPaths);
+    const row: ConnectorRow = {
+      id,
+      workspace_id: workspaceId,
+      name: input.name ?? null,
+      type: input.type,
+      direction: input.direction,
+      config: split.plain,
+      secrets: this.seal(workspaceId, id, split.secrets),
+      health: 'healthy',
+      health_checked_at: null,
+      last_error: null,
+      rotation_status: null,
+      rotation_started_at: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await transact(this.ctx, async (repos) => {
+      await repos.workspaces.ensure(workspaceId, now);
+      await repos.connectors.insert(row);
+    });
+    return this.present(row, 0);
+  }
+
+  /** One connector with `health` and `pipeline_count`. */
+  async get(workspaceId: string, id: string): Promise<Connector> {
+    const repos = reader(this.ctx);
+    const row = await repos.connectors.get(workspaceId, id);
+    if (!row) throw notFound('connector', id);
+    const counts = await repos.connectors.pipelineCounts(workspaceId, [id]);
+    return this.present(row, counts.get(id) ?? 0);
+  }
+
+  /** Lists connectors, optionally of one type. */
+  async list(workspaceId: string, params: PageParams & { type?: string } = {}): Promise<Page<Connector>> {
+    const repos = reader(this.ctx);
+    const filters = { type: params.type };
+    return paginate(
+      this.ctx.cursors,
+      params,
+      { scope: { resource: 'connectors', workspaceId, filters }, key: (row: ConnectorRow) => [row.id] },
+      (after, limit) => repos.connectors.list(workspaceId, filters, after, limit),
+      async (rows) => {
+        const counts = await repos.connectors.pipelineCounts(workspaceId, rows.map((r) => r.id));
+        return rows.map((r) => this.present(r, counts.get(r.id) ?? 0));
+      },
+    );
+  }
+
+  /**
+   * Updates the name and/or config. The config patch is merged over the current config (secrets
+   * included; a secret sent back as `"********"` keeps its value), then validated as a whole.
+   */
+  async update(workspaceId: string, id: string, input: UpdateConnectorInput): Promise<Connector> {
+    assertSchema(inputSchemas.updateConnector, input, { readOnly: [...readOnlyFields.connector, 'type', 'direction'] });
+    const current = await this.open(workspaceId, id);
+    const patch: Partial<ConnectorRow> = { updated_at: nowIso(this.ctx) };
+    if (input.name !== undefined) patch.name = input.name;
+    if (input.config !== undefined) {
+      const stored = this.storedConfig(current);
+      const merged = mergeConfig(stored, input.config, current.plugin.secretPaths);
+      this.validateConfig(current.plugin, merged);
+      const split = splitSecrets(merged, current.plugin.secretPaths);
+      patch.config = split.plain;
+      patch.secrets = this.seal(workspaceId, id, split.secrets);
+    }
+    await transact(this.ctx, async (repos) => {
+      if (!(await repos.connectors.update(workspaceId, id, patch))) throw notFound('connector', id);
+    });
+    return this.get(workspaceId, id);
+  }
+
+  /** Deletes a connector no live pipeline references (`connector_in_use` otherwise). */
+  async delete(workspaceId: string, id: string): Promise<void> {
+    await transact(this.ctx, async (repos) => {
+      const row = await repos.connectors.get(workspaceId, id);
+      if (!row) throw notFound('connector', id);
+      const users = await repos.pipelines.referencing(workspaceId, id);
+      if (users.length > 0) {
+        throw new FerryError('connector_in_use', `The connector is used by ${users.length} pipeline(s): ${users.map((p) => p.id).join(', ')}.`);
+      }
+      await repos.connectors.delete(workspaceId, id);
+    });
+  }
+
+  /**
+   * A live connection check through the plugin. Records the health; a change emits
+   * `connector.health_changed`, a failure `connector.error`.
+   */
+  async check(workspaceId: string, id: string): Promise<{ health: Connector['health']; latency_ms: number; error?: { code: string; message: string } }> {
+    const opened = await this.open(workspaceId, id);
+    const started = this.ctx.clock.now();
+    let result: CheckResult;
+    const abort = new AbortController();
+    const timer = this.ctx.clock.setTimeout(() => abort.abort(new Error('check timed out')), CHECK_TIMEOUT_MS);
+    try {
+      const check = opened.plugin.definition.check;
+      result = check
+        ? await Promise.race([
+            check(this.pluginContext(opened, abort.signal)),
+            new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(new FerryError('unavailable', 'check timed out')), { once: true })),
+          ])
+        : { health: opened.row.health, latencyMs: 0 };
+    } catch (error) {
+      const e = error as { code?: unknown; message?: unknown };
+      result = {
+        health: 'down',
+        latencyMs: this.ctx.clock.now() - started,
+        error: { code: typeof e.code === 'string' ? e.code : 'check_failed', message: String(e.message ?? 'check failed') },
+      };
+    } finally {
+      timer.cancel();
+    }
+    const error = result.error ? { code: result.error.code, message: scrub(result.error.message, opened.secretValues).slice(0, 1000) } : undefined;
+    await this.recordHealth(opened.row, result.health, error);
+    return { health: result.health, latency_ms: Math.max(0, Math.round(result.latencyMs)), ...(error ? { error } : {}) };
+  }
+
+  /**
+   * Records a connector's health (from a check, a read or a write). Emits
+   * `connector.health_changed` when it changes and `connector.error` when `error` is given.
+   */
+  async recordHealth(row: Pick<ConnectorRow, 'id' | 'workspace_id' | 'health'>, health: Connector['health'], error?: { code: string; message: string }): Promise<void> {
+    const now = nowIso(this.ctx);
+    await transact(this.ctx, async (repos, emit) => {
+      const current = await repos.connectors.get(row.workspace_id, row.id);
+      if (!current) return;
+      await repos.connectors.update(row.workspace_id, row.id, {
+        health,
+        health_checked_at: now,
+        last_error: error ? { ...error, at: now } : current.last_error,
+      });
+      if (current.health !== health) {
+        emit(row.workspace_id, 'connector.health_changed', { connector_id: row.id, previous_health: current.health, health });
+      }
+      if (error) emit(row.workspace_id, 'connector.error', { connector_id: row.id, error: error.code, message: error.message });
+    });
+  }
+
+  /** Loads a connector with its config in clear. Internal: the runtime and rotation use it. */
+  async open(workspaceId: string, id: string): Promise<OpenedConnector> {
+    const row = await reader(this.ctx).connectors.get(workspaceId, id);
+    if (!row) throw notFound('connector', id);
+    const plugin = this.ctx.registry.connector(row.type);
+    if (!plugin) {
+      throw new FerryError('unavailable', `Connector type ${JSON.stringify(row.type)} is not registered in this engine.`, { retryAfterSeconds: 60 });
+    }
+    const secrets = this.unseal(row);
+    const full = joinSecrets(row.config, secrets);
+    return {
+      row,
+      plugin,
+      config: Value.Default(plugin.definition.configSchema, structuredClone(full)) as JsonObject,
+      secretValues: secretStrings(secrets),
+    };
+  }
+
+  /** The plugin context of an opened connector. */
+  pluginContext(opened: OpenedConnector, signal: AbortSignal): ConnectorContext<JsonObject> {
+    return {
+      config: opened.config,
+      connectorId: opened.row.id,
+      workspaceId: opened.row.workspace_id,
+      logger: this.ctx.logger.child({ connector_id: opened.row.id, connector_type: opened.row.type }),
+      clock: this.ctx.clock,
+      signal,
+    };
+  }
+
+  private plugin(type: string, pointer: string): RegisteredConnector {
+    const plugin = this.ctx.registry.connector(type);
+    if (!plugin) {
+      const known = this.ctx.registry.connectorTypes();
+      throw validationError([{ pointer, code: 'enum', detail: `Unknown connector type; this engine supports: ${known.join(', ') || 'none'}.` }]);
+    }
+    return plugin;
+  }
+
+  private validateConfig(plugin: RegisteredConnector, config: JsonObject): void {
+    const errors = schemaErrors(plugin.definition.configSchema, config, { prefix: '/config' });
+    if (errors.length > 0) throw validationError(errors, 'The connector config is not valid.');
+  }
+
+  // The row id and workspace are the AAD: a sealed value copied onto another row does not open.
+  private seal(workspaceId: string, id: string, secrets: SplitConfig['secrets']): string | null {
+    return secrets.length === 0 ? null : this.ctx.box.seal(JSON.stringify(secrets), `connector:${workspaceId}:${id}`);
+  }
+
+  private unseal(row: ConnectorRow): SplitConfig['secrets'] {
+    return row.secrets === null ? [] : (JSON.parse(this.ctx.box.open(row.secrets, `connector:${row.workspace_id}:${row.id}`)) as SplitConfig['secrets']);
+  }
+
+  private storedConfig(opened: OpenedConnector): JsonObject {
+    return joinSecrets(opened.row.config, this.unseal(opened.row));
+  }
+
+  private present(row: ConnectorRow, pipelineCount: number): Connector {
+    return {
+      id: row.id,
+      name: row.name,
+      type: row.type,
+      direction: row.direction,
+      config: row.config,
+      health: row.rotation_status === 'rotating' && row.health === 'healthy' ? 'degraded' : row.health,
+      pipeline_count: pipelineCount,
+      rotation_status: row.rotation_status,
+      last_error: row.last_error,
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+    };
+  }
+}

@@ -1,0 +1,310 @@
+import { randomBytes } from 'node:crypto';
+import type { CreatePipelineInput, Page, PageParams, Pipeline, PipelineState, Run, TransformStep, UpdatePipelineInput } from '../domain.js';
+import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../engine-context.js';
+import { FerryError, notFound, validationError, type FieldError } from '../errors.js';
+import { paginate } from '../pagination.js';
+import { assertSchedule } from '../schedule.js';
+import { inputSchemas, readOnlyFields } from '../schemas.js';
+import type { Repositories } from '../storage/ferry-storage.js';
+import { isUniqueViolation } from '../storage/sql-helpers.js';
+import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
+import type { RunRow } from '../storage/repositories/runs-repo.js';
+import { assertSchema, schemaErrors } from '../validation.js';
+
+/** The result of deleting a pipeline: gone at once, or `deleting` until in-flight runs finish. */
+export type DeletePipelineResult = { status: 'deleted' } | { status: 'deleting'; pipeline: Pipeline };
+
+const PIPELINE_STATES: readonly PipelineState[] = ['draft', 'active', 'paused', 'deleting'];
+
+/**
+ * Hooks the runtime registers so state changes wait for in-flight work (pause and delete let
+ * the current batch finish). Without a runtime there is nothing in flight and they resolve at once.
+ */
+export interface PipelineLifecycleHooks {
+  /** Resolves when the pipeline has no batch in flight in this engine. */
+  drain(pipelineId: string): Promise<void>;
+  /** Tells the runtime the pipeline's definition or state changed. */
+  changed(pipelineId: string): void;
+}
+
+/**
+ * Pipelines: CRUD, names unique per workspace, the references and direction rules, schedule and
+ * transform validation, and the state machine draft -> active <-> paused, deleting
+ * (contract section 6).
+ */
+export class PipelinesService {
+  private hooks: PipelineLifecycleHooks = { drain: async () => undefined, changed: () => undefined };
+
+  constructor(private readonly ctx: EngineContext) {}
+
+  /** Used by the runtime to take part in state changes. */
+  setLifecycleHooks(hooks: PipelineLifecycleHooks): void {
+    this.hooks = hooks;
+  }
+
+  /** Creates a pipeline in `draft` (or `active` with `activate: true`). */
+  async create(workspaceId: string, input: CreatePipelineInput): Promise<Pipeline> {
+    assertWorkspaceId(workspaceId);
+    assertSchema(inputSchemas.createPipeline, input, { readOnly: readOnlyFields.pipeline });
+    const transforms = input.transforms ?? [];
+    this.assertTransforms(transforms);
+    if (input.schedule !== undefined && input.schedule !== null) assertSchedule(input.schedule);
+    const now = nowIso(this.ctx);
+    const defaults = this.ctx.settings.pipelineDefaults;
+    const row: PipelineRow = {
+      id: this.ctx.ids.create('pipeline'),
+      workspace_id: workspaceId,
+      name: input.name,
+      source_connector_id: input.source_connector_id,
+      destination_connector_id: input.destination_connector_id,
+      transforms,
+      schedule: input.schedule ?? null,
+      state: input.activate ? 'active' : 'draft',
+      batch_size: input.batch_size ?? defaults.batch_size,
+      flush_interval_ms: input.flush_interval_ms ?? defaults.flush_interval_ms,
+      max_attempts: input.max_attempts ?? defaults.max_attempts,
+      salt: randomBytes(16).toString('hex'),
+      last_tick_at: null,
+      created_at: now,
+      updated_at: now,
+      deleted_at: null,
+    };
+    await transact(this.ctx, async (repos, emit) => {
+      await repos.workspaces.ensure(workspaceId, now);
+      await this.assertConnectors(repos, workspaceId, row.source_connector_id, row.destination_connector_id);
+      await this.insertUnique(repos, row);
+      emit(workspaceId, 'pipeline.created', { pipeline_id: row.id });
+      if (row.state === 'active') emit(workspaceId, 'pipeline.activated', { pipeline_id: row.id });
+    });
+    this.hooks.changed(row.id);
+    return this.present(row, null);
+  }
+
+  /** One pipeline with its `last_run`. */
+  async get(workspaceId: string, id: string): Promise<Pipeline> {
+    const repos = reader(this.ctx);
+    const row = await repos.pipelines.get(workspaceId, id);
+    if (!row) throw notFound('pipeline', id);
+    const latest = await repos.runs.latest([id]);
+    return this.present(row, latest.get(id) ?? null);
+  }
+
+  /** Lists pipelines, optionally by `state` and exact `name`. */
+  async list(workspaceId: string, params: PageParams & { state?: PipelineState; name?: string } = {}): Promise<Page<Pipeline>> {
+    if (params.state !== undefined && !PIPELINE_STATES.includes(params.state)) {
+      throw validationError([{ pointer: '/state', code: 'enum', detail: `state is one of ${PIPELINE_STATES.join(', ')}.` }]);
+    }
+    const repos = reader(this.ctx);
+    const filters = { state: params.state, name: params.name };
+    return paginate(
+      this.ctx.cursors,
+      params,
+      { scope: { resource: 'pipelines', workspaceId, filters }, key: (row: PipelineRow) => [row.id] },
+      (after, limit) => repos.pipelines.list(workspaceId, filters, after, limit),
+      async (rows) => {
+        const latest = await repos.runs.latest(rows.map((r) => r.id));
+        return rows.map((r) => this.present(r, latest.get(r.id) ?? null));
+      },
+    );
+  }
+
+  /**
+   * Updates name, transforms, schedule or tuning. An active pipeline picks the change up at its
+   * next batch. `schedule: null` makes the pipeline streaming.
+   */
+  async update(workspaceId: string, id: string, input: UpdatePipelineInput): Promise<Pipeline> {
+    assertSchema(inputSchemas.updatePipeline, input, {
+      readOnly: [...readOnlyFields.pipeline, 'source_connector_id', 'destination_connector_id', 'activate'],
+    });
+    if (input.transforms !== undefined) this.assertTransforms(input.transforms);
+    if (input.schedule !== undefined && input.schedule !== null) assertSchedule(input.schedule);
+    await transact(this.ctx, async (repos) => {
+      const row = await repos.pipelines.get(workspaceId, id);
+      if (!row) throw notFound('pipeline', id);
+      if (row.state === 'deleting') {
+        throw new FerryError('invalid_state_transition', 'The pipeline is being deleted.', { currentStatus: row.state });
+      }
+      const patch: Partial<PipelineRow> = { updated_at: nowIso(this.ctx) };
+      for (const key of ['name', 'transforms', 'schedule', 'batch_size', 'flush_interval_ms', 'max_attempts'] as const) {
+        if (input[key] !== undefined) (patch as Record<string, unknown>)[key] = input[key];
+      }
+      try {
+        await repos.pipelines.update(workspaceId, id, patch);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw nameTaken(input.name ?? row.name);
+        throw error;
+      }
+    });
+    this.hooks.changed(id);
+    return this.get(workspaceId, id);
+  }
+
+  /** draft or paused -> active (`invalid_state_transition` otherwise). Emits `pipeline.activated`. */
+  async activate(workspaceId: string, id: string): Promise<Pipeline> {
+    await this.transition(workspaceId, id, ['draft', 'paused'], 'active', 'pipeline.activated');
+    this.hooks.changed(id);
+    return this.get(workspaceId, id);
+  }
+
+  /**
+   * active -> paused, after the in-flight batch finished; the checkpoint stays where that batch
+   * left it. Emits `pipeline.paused`.
+   */
+  async pause(workspaceId: string, id: string): Promise<Pipeline> {
+    await this.transition(workspaceId, id, ['active'], 'paused', 'pipeline.paused');
+    this.hooks.changed(id);
+    await this.hooks.drain(id);
+    return this.get(workspaceId, id);
+  }
+
+  /**
+   * Deletes a pipeline. With runs in flight it turns `deleting` and the runtime completes the
+   * deletion when they finish; otherwise it is gone at once. Connectors and data already
+   * written to the destination are kept. Emits `pipeline.deleted` when gone.
+   */
+  async delete(workspaceId: string, id: string): Promise<DeletePipelineResult> {
+    const result = await transact(this.ctx, async (repos, emit): Promise<DeletePipelineResult> => {
+      const row = await repos.pipelines.get(workspaceId, id);
+      if (!row) throw notFound('pipeline', id);
+      const inFlight = (await repos.runs.inFlight(id)).filter((r) => r.status === 'running');
+      if (inFlight.length > 0 || row.state === 'deleting') {
+        const now = nowIso(this.ctx);
+        await repos.pipelines.update(workspaceId, id, { state: 'deleting', updated_at: now });
+        return { status: 'deleting', pipeline: this.present({ ...row, state: 'deleting', updated_at: now }, inFlight[inFlight.length - 1] ?? null) };
+      }
+      await this.finishDeletion(repos, row, emit);
+      return { status: 'deleted' };
+    });
+    this.hooks.changed(id);
+    return result;
+  }
+
+  /**
+   * Completes the deletion of a pipeline (queued runs are cancelled). Used by {@link delete} and
+   * by the runtime once the last in-flight run of a `deleting` pipeline finished.
+   */
+  async finishDeletion(repos: Repositories, row: PipelineRow, emit: (ws: string, type: 'pipeline.deleted', data: { pipeline_id: string }) => unknown): Promise<void> {
+    const now = nowIso(this.ctx);
+    for (const run of await repos.runs.inFlight(row.id)) {
+      if (run.status === 'queued') await repos.runs.update(run.id, { status: 'failed', finished_at: now, error: 'pipeline_deleted' });
+    }
+    await repos.pipelines.markDeleted(row.workspace_id, row.id, now);
+    emit(row.workspace_id, 'pipeline.deleted', { pipeline_id: row.id });
+  }
+
+  /** Runs of a pipeline, oldest first. */
+  async listRuns(workspaceId: string, pipelineId: string, params: PageParams = {}): Promise<Page<Run>> {
+    const repos = reader(this.ctx);
+    if (!(await repos.pipelines.get(workspaceId, pipelineId))) throw notFound('pipeline', pipelineId);
+    return paginate(
+      this.ctx.cursors,
+      params,
+      { scope: { resource: `runs:${pipelineId}`, workspaceId, filters: {} }, key: (row: RunRow) => [row.id] },
+      (after, limit) => repos.runs.list(workspaceId, pipelineId, after, limit),
+      (rows) => rows.map(presentRun),
+    );
+  }
+
+  private async transition(
+    workspaceId: string,
+    id: string,
+    from: readonly PipelineState[],
+    to: PipelineState,
+    event: 'pipeline.activated' | 'pipeline.paused',
+  ): Promise<void> {
+    await transact(this.ctx, async (repos, emit) => {
+      const row = await repos.pipelines.get(workspaceId, id);
+      if (!row) throw notFound('pipeline', id);
+      // Compare-and-set on the state: of two concurrent transitions only one wins.
+      if (!from.includes(row.state) || !(await repos.pipelines.update(workspaceId, id, { state: to, updated_at: nowIso(this.ctx) }, from))) {
+        throw new FerryError('invalid_state_transition', `A pipeline cannot go from ${row.state} to ${to}.`, { currentStatus: row.state });
+      }
+      emit(workspaceId, event, { pipeline_id: id });
+    });
+  }
+
+  private async assertConnectors(repos: Repositories, workspaceId: string, sourceId: string, destinationId: string): Promise<void> {
+    const [source, destination] = await Promise.all([repos.connectors.get(workspaceId, sourceId), repos.connectors.get(workspaceId, destinationId)]);
+    const missing: FieldError[] = [];
+    if (!source) missing.push({ pointer: '/source_connector_id', code: 'invalid_reference', detail: 'No such connector in this workspace.' });
+    if (!destination) missing.push({ pointer: '/destination_connector_id', code: 'invalid_reference', detail: 'No such connector in this workspace.' });
+    if (missing.length > 0) throw new FerryError('invalid_reference', 'A referenced connector does not exist.', { errors: missing });
+    const wrong: FieldError[] = [];
+    if (source!.direction === 'destination') {
+      wrong.push({ pointer: '/source_connector_id', code: 'invalid_direction', detail: 'The source connector must be a source or bidirectional.' });
+    }
+    if (destination!.direction === 'source') {
+      wrong.push({ pointer: '/destination_connector_id', code: 'invalid_direction', detail: 'The destination connector must be a destination or bidirectional.' });
+    }
+    if (wrong.length > 0) throw new FerryError('invalid_direction', 'A connector cannot be used in that direction.', { errors: wrong });
+  }
+
+  /** Validates every step against its type's schema; pointers carry the step index. */
+  private assertTransforms(steps: readonly TransformStep[]): void {
+    const errors: FieldError[] = [];
+    steps.forEach((step, index) => {
+      const prefix = `/transforms/${index}`;
+      const definition = this.ctx.registry.transform(step.type);
+      if (!definition) {
+        errors.push({ pointer: `${prefix}/type`, code: 'enum', detail: `Unknown step type; known: ${this.ctx.registry.transformTypes().join(', ')}.` });
+        return;
+      }
+      const found = schemaErrors(definition.schema, step, { prefix });
+      if (found.length === 0 && definition.validate) {
+        for (const e of definition.validate(step)) errors.push({ ...e, pointer: prefix + e.pointer });
+      }
+      errors.push(...found);
+    });
+    if (errors.length > 0) throw validationError(errors, 'A transform step is not valid.');
+  }
+
+  private async insertUnique(repos: Repositories, row: PipelineRow): Promise<void> {
+    try {
+      await repos.pipelines.insert(row);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw nameTaken(row.name);
+      throw error;
+    }
+  }
+
+  private present(row: PipelineRow, lastRun: RunRow | null): Pipeline {
+    return {
+      id: row.id,
+      name: row.name,
+      source_connector_id: row.source_connector_id,
+      destination_connector_id: row.destination_connector_id,
+      transforms: row.transforms,
+      schedule: row.schedule,
+      state: row.state,
+      batch_size: row.batch_size,
+      flush_interval_ms: row.flush_interval_ms,
+      max_attempts: row.max_attempts,
+      last_run: lastRun ? presentRun(lastRun) : null,
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+    };
+  }
+}
+
+function nameTaken(name: string): FerryError {
+  return new FerryError('name_taken', `A pipeline named ${JSON.stringify(name)} already exists in this workspace.`);
+}
+
+/** The public shape of a run row. */
+export function presentRun(row: RunRow): Run {
+  return {
+    id: row.id,
+    pipeline_id: row.pipeline_id,
+    trigger: row.trigger,
+    status: row.status,
+    scheduled_for: row.scheduled_for,
+    started_at: row.started_at,
+    finished_at: row.finished_at,
+    events_read: row.events_read,
+    events_written: row.events_written,
+    events_filtered: row.events_filtered,
+    events_dead_lettered: row.events_dead_lettered,
+    error: row.error,
+    created_at: row.created_at,
+  };
+}

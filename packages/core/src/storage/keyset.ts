@@ -1,0 +1,38 @@
+import type { Knex } from 'knex';
+
+/** The result of one keyset query. */
+export interface KeysetResult<TRow> {
+  rows: TRow[];
+  hasMore: boolean;
+}
+
+/**
+ * Runs a keyset-paginated query: rows strictly after `after` in the order of `columns`
+ * (all ascending, the last one unique), at most `limit` of them.
+ *
+ * Keyset rather than OFFSET so a page costs the same at any depth and concurrent inserts never
+ * shift a page (no gap, no duplicate). The comparison is spelled out as OR-ed prefixes instead of a
+ * row-value comparison so that it reads the same on SQLite and Postgres and can use the index.
+ */
+export async function keysetPage<TRow>(
+  query: Knex.QueryBuilder,
+  columns: readonly string[],
+  after: readonly string[] | undefined,
+  limit: number,
+): Promise<KeysetResult<TRow>> {
+  if (after) {
+    if (after.length !== columns.length) throw new Error('keyset position does not match the sort columns');
+    query.where((outer) => {
+      columns.forEach((column, i) => {
+        outer.orWhere((inner) => {
+          for (let j = 0; j < i; j++) inner.where(columns[j]!, '=', after[j]!);
+          inner.where(column, '>', after[i]!);
+        });
+      });
+    });
+  }
+  for (const column of columns) query.orderBy(column, 'asc');
+  const rows = (await query.limit(limit + 1)) as TRow[];
+  const hasMore = rows.length > limit;
+  return { rows: hasMore ? rows.slice(0, limit) : rows, hasMore };
+}

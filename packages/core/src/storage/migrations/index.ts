@@ -1,0 +1,22 @@
+import type { Knex } from 'knex';
+import * as initial from './0001-initial.js';
+
+interface Migration {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+const MIGRATIONS: ReadonlyArray<readonly [string, Migration]> = [['0001-initial', initial]];
+
+/**
+ * Migrations compiled into the package rather than read from a folder, so they work the same
+ * from the sources, from the bundled build and from any host application's bundle.
+ */
+export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {
+  getMigrations: async () => [...MIGRATIONS],
+  getMigrationName: (migration) => migration[0],
+  getMigration: async (migration) => migration[1],
+};
+
+/** The table knex records applied migrations in. */
+export const MIGRATIONS_TABLE = 'ferry_migrations';

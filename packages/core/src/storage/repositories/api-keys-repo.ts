@@ -1,0 +1,57 @@
+import { keysetPage, type KeysetResult } from '../keyset.js';
+import { affected, fromJson, toJson, type Db } from '../sql-helpers.js';
+
+/** Row of `api_keys`, JSON columns parsed. Holds the secret's hash, never the secret. */
+export interface ApiKeyRow {
+  id: string;
+  key_id: string;
+  workspace_id: string;
+  name: string | null;
+  scopes: string[];
+  secret_hash: string;
+  last4: string;
+  rate_limit: { requests: number; per_seconds: number } | null;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+const map = (row: Record<string, unknown>): ApiKeyRow => ({
+  ...(row as unknown as ApiKeyRow),
+  scopes: fromJson<string[]>(row.scopes),
+  rate_limit: fromJson(row.rate_limit),
+});
+
+/** API keys. */
+export class ApiKeysRepo {
+  constructor(private readonly db: Db) {}
+
+  async insert(row: ApiKeyRow): Promise<void> {
+    await this.db('api_keys').insert({ ...row, scopes: toJson(row.scopes), rate_limit: row.rate_limit ? toJson(row.rate_limit) : null });
+  }
+
+  /** Looks a key up by the id embedded in it; across workspaces, since the key names its own. */
+  async getByKeyId(keyId: string): Promise<ApiKeyRow | null> {
+    const row = await this.db('api_keys').where({ key_id: keyId }).first();
+    return row ? map(row) : null;
+  }
+
+  async get(workspaceId: string, id: string): Promise<ApiKeyRow | null> {
+    const row = await this.db('api_keys').where({ workspace_id: workspaceId, id }).first();
+    return row ? map(row) : null;
+  }
+
+  async list(workspaceId: string, after: readonly string[] | undefined, limit: number): Promise<KeysetResult<ApiKeyRow>> {
+    const page = await keysetPage<Record<string, unknown>>(this.db('api_keys').where({ workspace_id: workspaceId }), ['id'], after, limit);
+    return { rows: page.rows.map(map), hasMore: page.hasMore };
+  }
+
+  /** Marks the key revoked; false when it does not exist in the workspace or was revoked already. */
+  async revoke(workspaceId: string, id: string, now: string): Promise<boolean> {
+    return affected(await this.db('api_keys').where({ workspace_id: workspaceId, id }).whereNull('revoked_at').update({ revoked_at: now })) === 1;
+  }
+
+  async touch(id: string, now: string): Promise<void> {
+    await this.db('api_keys').where({ id }).update({ last_used_at: now });
+  }
+}

@@ -1,0 +1,90 @@
+import { keysetPage, type KeysetResult } from '../keyset.js';
+import { affected, fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
+import type { ConnectorDirection, ConnectorHealth, JsonObject } from '../../plugin/types.js';
+
+/** Row of `connectors`. `config` holds the non-secret fields; `secrets` the sealed secret ones. */
+export interface ConnectorRow {
+  id: string;
+  workspace_id: string;
+  name: string | null;
+  type: string;
+  direction: ConnectorDirection;
+  config: JsonObject;
+  secrets: string | null;
+  health: ConnectorHealth;
+  health_checked_at: string | null;
+  last_error: { code: string; message: string; at: string } | null;
+  rotation_status: 'rotating' | null;
+  rotation_started_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const map = (row: Record<string, unknown>): ConnectorRow => ({
+  ...(row as unknown as ConnectorRow),
+  config: fromJson<JsonObject>(row.config),
+  last_error: fromJson(row.last_error),
+});
+
+const serialize = (patch: Partial<ConnectorRow>): Record<string, unknown> => {
+  const out: Record<string, unknown> = { ...patch };
+  if (patch.config !== undefined) out.config = toJson(patch.config);
+  if (patch.last_error !== undefined) out.last_error = patch.last_error ? toJson(patch.last_error) : null;
+  return out;
+};
+
+/** Connectors. */
+export class ConnectorsRepo {
+  constructor(private readonly db: Db) {}
+
+  async insert(row: ConnectorRow): Promise<void> {
+    await this.db('connectors').insert(serialize(row));
+  }
+
+  async get(workspaceId: string, id: string): Promise<ConnectorRow | null> {
+    const row = await this.db('connectors').where({ workspace_id: workspaceId, id }).first();
+    return row ? map(row) : null;
+  }
+
+  async list(
+    workspaceId: string,
+    filters: { type?: string },
+    after: readonly string[] | undefined,
+    limit: number,
+  ): Promise<KeysetResult<ConnectorRow>> {
+    const query = this.db('connectors').where({ workspace_id: workspaceId });
+    if (filters.type !== undefined) query.andWhere({ type: filters.type });
+    const page = await keysetPage<Record<string, unknown>>(query, ['id'], after, limit);
+    return { rows: page.rows.map(map), hasMore: page.hasMore };
+  }
+
+  /** Applies `patch`; `expect` makes it a compare-and-set on the given columns. */
+  async update(workspaceId: string, id: string, patch: Partial<ConnectorRow>, expect: Partial<ConnectorRow> = {}): Promise<boolean> {
+    const query = this.db('connectors').where({ workspace_id: workspaceId, id });
+    for (const [column, value] of Object.entries(expect)) {
+      if (value === null) query.whereNull(column);
+      else query.andWhere(column, value as string);
+    }
+    return affected(await query.update(serialize(patch))) === 1;
+  }
+
+  async delete(workspaceId: string, id: string): Promise<boolean> {
+    return affected(await this.db('connectors').where({ workspace_id: workspaceId, id }).delete()) === 1;
+  }
+
+  /** Live pipelines referencing each connector, as source or destination. */
+  async pipelineCounts(workspaceId: string, ids: readonly string[]): Promise<Map<string, number>> {
+    const counts = new Map<string, number>(ids.map((id) => [id, 0]));
+    if (ids.length === 0) return counts;
+    const rows = (await this.db('pipelines')
+      .where({ workspace_id: workspaceId })
+      .whereNull('deleted_at')
+      .andWhere((q) => q.whereIn('source_connector_id', ids).orWhereIn('destination_connector_id', ids))
+      .select('source_connector_id', 'destination_connector_id')) as { source_connector_id: string; destination_connector_id: string }[];
+    for (const row of rows) {
+      const ends = new Set([row.source_connector_id, row.destination_connector_id]);
+      for (const id of ends) if (counts.has(id)) counts.set(id, toInt(counts.get(id)) + 1);
+    }
+    return counts;
+  }
+}

@@ -1,0 +1,37 @@
+import { fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
+import type { JsonObject } from '../../plugin/types.js';
+
+/** Row of `webhook_inbox`: an event received on `POST /v2/ingest/{connector_id}`, stored durably before the 202. */
+export interface InboxRow {
+  id: string;
+  workspace_id: string;
+  connector_id: string;
+  /** The sender's `webhook-id` (and index within a batch): the dedupe key. */
+  message_id: string;
+  type: string;
+  occurred_at: string;
+  payload: JsonObject;
+  received_at: string;
+}
+
+/** A stored inbox row with its position. */
+export interface InboxEntry extends InboxRow {
+  seq: number;
+}
+
+/** The webhook inbox: what a webhook source connector reads from, in arrival order. */
+export class InboxRepo {
+  constructor(private readonly db: Db) {}
+
+  /** Stores events; a message id seen before for the connector is ignored (sender retries). */
+  async insertMany(rows: readonly InboxRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.db('webhook_inbox').insert(rows.map((r) => ({ ...r, payload: toJson(r.payload) }))).onConflict(['connector_id', 'message_id']).ignore();
+  }
+
+  /** Events of a connector after position `seq`, oldest first. */
+  async readAfter(connectorId: string, seq: number, limit: number): Promise<InboxEntry[]> {
+    const rows = (await this.db('webhook_inbox').where({ connector_id: connectorId }).andWhere('seq', '>', seq).orderBy('seq').limit(limit)) as Record<string, unknown>[];
+    return rows.map((row) => ({ ...(row as unknown as InboxEntry), seq: toInt(row.seq), payload: fromJson<JsonObject>(row.payload) }));
+  }
+}

@@ -1,0 +1,55 @@
+import { fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
+import type { PlatformEvent, PlatformEventType } from '../../domain.js';
+import type { JsonObject } from '../../plugin/types.js';
+
+/** Row of `platform_events`, with its sequence number. */
+export interface OutboxRow extends PlatformEvent {
+  seq: number;
+  fanned_out_at: string | null;
+}
+
+const map = (row: Record<string, unknown>): OutboxRow => ({
+  seq: toInt(row.seq),
+  id: String(row.id),
+  workspace_id: String(row.workspace_id),
+  type: row.type as PlatformEventType,
+  data: fromJson<JsonObject>(row.data),
+  occurred_at: String(row.occurred_at),
+  fanned_out_at: (row.fanned_out_at as string | null) ?? null,
+});
+
+/**
+ * The platform-event outbox. Written with the transaction of the state change that causes the
+ * event, so an event exists if and only if its cause committed.
+ */
+export class OutboxRepo {
+  constructor(private readonly db: Db) {}
+
+  async append(event: PlatformEvent): Promise<void> {
+    await this.db('platform_events').insert({ ...event, data: toJson(event.data) });
+  }
+
+  async get(id: string): Promise<OutboxRow | null> {
+    const row = await this.db('platform_events').where({ id }).first();
+    return row ? map(row) : null;
+  }
+
+  /** Events not yet fanned out to subscriptions, in commit order. */
+  async pending(limit: number): Promise<OutboxRow[]> {
+    return ((await this.db('platform_events').whereNull('fanned_out_at').orderBy('seq').limit(limit)) as Record<string, unknown>[]).map(map);
+  }
+
+  /** Events after a sequence number, in order (an in-process tail). */
+  async after(seq: number, limit: number): Promise<OutboxRow[]> {
+    return ((await this.db('platform_events').where('seq', '>', seq).orderBy('seq').limit(limit)) as Record<string, unknown>[]).map(map);
+  }
+
+  async markFannedOut(ids: readonly string[], now: string): Promise<void> {
+    if (ids.length > 0) await this.db('platform_events').whereIn('id', ids).whereNull('fanned_out_at').update({ fanned_out_at: now });
+  }
+
+  /** Every event of a workspace, oldest first (tests and audits). */
+  async listForWorkspace(workspaceId: string): Promise<OutboxRow[]> {
+    return ((await this.db('platform_events').where({ workspace_id: workspaceId }).orderBy('seq')) as Record<string, unknown>[]).map(map);
+  }
+}

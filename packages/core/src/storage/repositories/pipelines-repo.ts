@@ -1,0 +1,94 @@
+import { keysetPage, type KeysetResult } from '../keyset.js';
+import { affected, fromJson, toJson, type Db } from '../sql-helpers.js';
+import type { PipelineState, TransformStep } from '../../domain.js';
+
+/** Row of `pipelines`. */
+export interface PipelineRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  source_connector_id: string;
+  destination_connector_id: string;
+  transforms: TransformStep[];
+  schedule: string | null;
+  state: PipelineState;
+  batch_size: number;
+  flush_interval_ms: number;
+  max_attempts: number;
+  salt: string;
+  last_tick_at: string | null;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+const map = (row: Record<string, unknown>): PipelineRow => ({
+  ...(row as unknown as PipelineRow),
+  transforms: fromJson<TransformStep[]>(row.transforms),
+});
+
+const serialize = (patch: Partial<PipelineRow>): Record<string, unknown> =>
+  patch.transforms === undefined ? { ...patch } : { ...patch, transforms: toJson(patch.transforms) };
+
+/** Pipelines. Deleted pipelines stay as rows (`deleted_at`) so their runs and events keep a parent; every read skips them. */
+export class PipelinesRepo {
+  constructor(private readonly db: Db) {}
+
+  async insert(row: PipelineRow): Promise<void> {
+    await this.db('pipelines').insert(serialize(row));
+  }
+
+  async get(workspaceId: string, id: string): Promise<PipelineRow | null> {
+    const row = await this.db('pipelines').where({ workspace_id: workspaceId, id }).whereNull('deleted_at').first();
+    return row ? map(row) : null;
+  }
+
+  /** A live pipeline by id in any workspace: for the runtime, which works across workspaces. */
+  async getAnyWorkspace(id: string): Promise<PipelineRow | null> {
+    const row = await this.db('pipelines').where({ id }).whereNull('deleted_at').first();
+    return row ? map(row) : null;
+  }
+
+  async list(
+    workspaceId: string,
+    filters: { state?: PipelineState; name?: string },
+    after: readonly string[] | undefined,
+    limit: number,
+  ): Promise<KeysetResult<PipelineRow>> {
+    const query = this.db('pipelines').where({ workspace_id: workspaceId }).whereNull('deleted_at');
+    if (filters.state !== undefined) query.andWhere({ state: filters.state });
+    if (filters.name !== undefined) query.andWhere({ name: filters.name });
+    const page = await keysetPage<Record<string, unknown>>(query, ['id'], after, limit);
+    return { rows: page.rows.map(map), hasMore: page.hasMore };
+  }
+
+  /** Every live pipeline in a given state, across workspaces (the runtime's view). */
+  async listByState(state: PipelineState): Promise<PipelineRow[]> {
+    return ((await this.db('pipelines').where({ state }).whereNull('deleted_at').orderBy('id')) as Record<string, unknown>[]).map(map);
+  }
+
+  /** Live pipelines that read from or write to the connector. */
+  async referencing(workspaceId: string, connectorId: string): Promise<PipelineRow[]> {
+    const rows = (await this.db('pipelines')
+      .where({ workspace_id: workspaceId })
+      .whereNull('deleted_at')
+      .andWhere((q) => q.where({ source_connector_id: connectorId }).orWhere({ destination_connector_id: connectorId }))
+      .orderBy('id')) as Record<string, unknown>[];
+    return rows.map(map);
+  }
+
+  /**
+   * Applies `patch` to a live pipeline. With `expectState` it is a compare-and-set on the state,
+   * so two concurrent transitions cannot both succeed.
+   */
+  async update(workspaceId: string, id: string, patch: Partial<PipelineRow>, expectState?: readonly PipelineState[]): Promise<boolean> {
+    const query = this.db('pipelines').where({ workspace_id: workspaceId, id }).whereNull('deleted_at');
+    if (expectState) query.whereIn('state', expectState);
+    return affected(await query.update(serialize(patch))) === 1;
+  }
+
+  /** Marks the pipeline deleted; its name becomes free again. */
+  async markDeleted(workspaceId: string, id: string, now: string): Promise<boolean> {
+    return affected(await this.db('pipelines').where({ workspace_id: workspaceId, id }).whereNull('deleted_at').update({ deleted_at: now, updated_at: now })) === 1;
+  }
+}

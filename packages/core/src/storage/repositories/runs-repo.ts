@@ -1,0 +1,106 @@
+import { keysetPage, type KeysetResult } from '../keyset.js';
+import { LeasedQueue } from '../leases.js';
+import { affected, fromJson, toInt, type Db } from '../sql-helpers.js';
+import type { Dialect } from '../storage-config.js';
+import type { RunStatus } from '../../domain.js';
+
+/** Row of `runs`. */
+export interface RunRow {
+  id: string;
+  workspace_id: string;
+  pipeline_id: string;
+  trigger: 'schedule' | 'manual' | 'stream';
+  scheduled_for: string | null;
+  status: RunStatus;
+  started_at: string | null;
+  finished_at: string | null;
+  events_read: number;
+  events_written: number;
+  events_filtered: number;
+  events_dead_lettered: number;
+  error: string | null;
+  lease_token: string | null;
+  lease_holder: string | null;
+  lease_expires_at: string | null;
+  created_at: string;
+}
+
+/** The fields a caller provides when a run is recorded; counters and lease start empty. */
+export type NewRun = Pick<RunRow, 'id' | 'workspace_id' | 'pipeline_id' | 'trigger' | 'scheduled_for' | 'status' | 'created_at'> &
+  Partial<Pick<RunRow, 'started_at'>>;
+
+const COUNTERS = ['events_read', 'events_written', 'events_filtered', 'events_dead_lettered'] as const;
+
+const map = (row: Record<string, unknown>): RunRow => {
+  const out = { ...(row as unknown as RunRow) };
+  for (const c of COUNTERS) out[c] = toInt(row[c]);
+  return out;
+};
+
+/** Pipeline runs; queued runs are a leased queue (manual and scheduled triggers). */
+export class RunsRepo {
+  /** The queue of runs waiting for an engine. */
+  readonly queue: LeasedQueue;
+
+  constructor(private readonly db: Db, dialect: Dialect) {
+    this.queue = new LeasedQueue(db, dialect, { table: 'runs', key: 'id' });
+  }
+
+  /**
+   * Records a run. For a scheduled run, false when that pipeline's tick was recorded already
+   * (by this engine or another): the unique (pipeline, tick) makes a tick run once.
+   */
+  async insert(run: NewRun): Promise<boolean> {
+    await this.db('runs').insert({ ...run }).onConflict(['pipeline_id', 'scheduled_for']).ignore();
+    // Insert results differ by dialect; whether our row exists is the one answer both give alike.
+    return this.exists(run.id);
+  }
+
+  private async exists(id: string): Promise<boolean> {
+    return (await this.db('runs').where({ id }).first('id')) !== undefined;
+  }
+
+  async get(workspaceId: string, id: string): Promise<RunRow | null> {
+    const row = await this.db('runs').where({ workspace_id: workspaceId, id }).first();
+    return row ? map(row) : null;
+  }
+
+  async list(workspaceId: string, pipelineId: string, after: readonly string[] | undefined, limit: number): Promise<KeysetResult<RunRow>> {
+    const page = await keysetPage<Record<string, unknown>>(this.db('runs').where({ workspace_id: workspaceId, pipeline_id: pipelineId }), ['id'], after, limit);
+    return { rows: page.rows.map(map), hasMore: page.hasMore };
+  }
+
+  /** The most recent run of each pipeline. */
+  async latest(pipelineIds: readonly string[]): Promise<Map<string, RunRow>> {
+    const out = new Map<string, RunRow>();
+    if (pipelineIds.length === 0) return out;
+    const latestIds = this.db('runs').max('id').whereIn('pipeline_id', pipelineIds).groupBy('pipeline_id');
+    const rows = (await this.db('runs').whereIn('id', latestIds)) as Record<string, unknown>[];
+    for (const row of rows) out.set(String(row.pipeline_id), map(row));
+    return out;
+  }
+
+  /** Runs of a pipeline that are queued or running. */
+  async inFlight(pipelineId: string): Promise<RunRow[]> {
+    return ((await this.db('runs').where({ pipeline_id: pipelineId }).whereIn('status', ['queued', 'running']).orderBy('id')) as Record<string, unknown>[]).map(map);
+  }
+
+  async update(id: string, patch: Partial<RunRow>): Promise<boolean> {
+    return affected(await this.db('runs').where({ id }).update(patch)) === 1;
+  }
+
+  /** Adds to a run's counters in one statement, so concurrent batches never lose an increment. */
+  async addCounts(id: string, counts: Partial<Record<(typeof COUNTERS)[number], number>>): Promise<void> {
+    const update: Record<string, unknown> = {};
+    for (const c of COUNTERS) {
+      const n = counts[c];
+      if (n) update[c] = this.db.raw('?? + ?', [c, n]);
+    }
+    if (Object.keys(update).length > 0) await this.db('runs').where({ id }).update(update);
+  }
+
+  /** A stored error column, parsed. */
+  static error(row: RunRow): unknown {
+    return fromJson(row.error);
+  }
+}

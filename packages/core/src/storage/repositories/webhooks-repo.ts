@@ -1,0 +1,61 @@
+import { keysetPage, type KeysetResult } from '../keyset.js';
+import { affected, fromJson, toBool, toJson, type Db } from '../sql-helpers.js';
+import type { PlatformEventType } from '../../domain.js';
+
+/** Row of `webhook_subscriptions`; `secret` and `previous_secrets` are sealed. */
+export interface WebhookRow {
+  id: string;
+  workspace_id: string;
+  url: string;
+  events: PlatformEventType[];
+  description: string | null;
+  enabled: boolean;
+  disabled_reason: string | null;
+  secret: string;
+  previous_secrets: string | null;
+  failing_since: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const map = (row: Record<string, unknown>): WebhookRow => ({
+  ...(row as unknown as WebhookRow),
+  events: fromJson<PlatformEventType[]>(row.events),
+  enabled: toBool(row.enabled),
+});
+
+const serialize = (patch: Partial<WebhookRow>): Record<string, unknown> =>
+  patch.events === undefined ? { ...patch } : { ...patch, events: toJson(patch.events) };
+
+/** Webhook subscriptions. */
+export class WebhooksRepo {
+  constructor(private readonly db: Db) {}
+
+  async insert(row: WebhookRow): Promise<void> {
+    await this.db('webhook_subscriptions').insert(serialize(row));
+  }
+
+  async get(workspaceId: string, id: string): Promise<WebhookRow | null> {
+    const row = await this.db('webhook_subscriptions').where({ workspace_id: workspaceId, id }).first();
+    return row ? map(row) : null;
+  }
+
+  async list(workspaceId: string, after: readonly string[] | undefined, limit: number): Promise<KeysetResult<WebhookRow>> {
+    const page = await keysetPage<Record<string, unknown>>(this.db('webhook_subscriptions').where({ workspace_id: workspaceId }), ['id'], after, limit);
+    return { rows: page.rows.map(map), hasMore: page.hasMore };
+  }
+
+  /** Enabled subscriptions of a workspace whose `events` name `type` (the fan-out's question). */
+  async subscribedTo(workspaceId: string, type: PlatformEventType): Promise<WebhookRow[]> {
+    const rows = ((await this.db('webhook_subscriptions').where({ workspace_id: workspaceId, enabled: true }).orderBy('id')) as Record<string, unknown>[]).map(map);
+    return rows.filter((row) => row.events.includes(type));
+  }
+
+  async update(workspaceId: string, id: string, patch: Partial<WebhookRow>): Promise<boolean> {
+    return affected(await this.db('webhook_subscriptions').where({ workspace_id: workspaceId, id }).update(serialize(patch))) === 1;
+  }
+
+  async delete(workspaceId: string, id: string): Promise<boolean> {
+    return affected(await this.db('webhook_subscriptions').where({ workspace_id: workspaceId, id }).delete()) === 1;
+  }
+}

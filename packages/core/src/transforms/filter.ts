@@ -1,0 +1,154 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { defineTransform } from '../plugin/define.js';
+import type { JsonValue } from '../plugin/types.js';
+import { DotPath, getPath } from './dot-path.js';
+
+/** The comparison operators of the `filter` step. */
+export const FILTER_OPS = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'in', 'exists', 'matches'] as const;
+
+/** One comparison operator of the `filter` step. */
+export type FilterOp = (typeof FILTER_OPS)[number];
+
+/**
+ * Schema of a `filter` step. `value` is optional in the schema because `exists` takes none; the
+ * per-operator rules (required, array for `in`, a compiling pattern for `matches`) live in
+ * `validate`, which a schema cannot express as readable errors.
+ */
+export const FilterStepSchema = Type.Object(
+  {
+    type: Type.Literal('filter'),
+    path: DotPath('Dot path of the payload value to test.'),
+    op: Type.Union(FILTER_OPS.map((op) => Type.Literal(op))),
+    value: Type.Optional(Type.Unknown({ description: 'The JSON value to compare with; not used by `exists`.' })),
+  },
+  { additionalProperties: false },
+);
+
+/** A `filter` step definition. */
+export type FilterStep = Static<typeof FilterStepSchema>;
+
+// Patterns are compiled once, not per event; the bound keeps a stream of distinct pipelines
+// from growing the cache without limit.
+const PATTERN_CACHE_LIMIT = 256;
+const patterns = new Map<string, RegExp>();
+
+function compilePattern(source: string): RegExp {
+  let regex = patterns.get(source);
+  if (!regex) {
+    // No flags: `test` on a non-global RegExp keeps no `lastIndex` state, so sharing is safe.
+    regex = new RegExp(source);
+    if (patterns.size >= PATTERN_CACHE_LIMIT) patterns.clear();
+    patterns.set(source, regex);
+  }
+  return regex;
+}
+
+/** Deep equality of two JSON values: same type, same array order, same object keys. */
+function jsonEqual(a: JsonValue, b: JsonValue): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((item, i) => jsonEqual(item, b[i] as JsonValue));
+  }
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  return keys.every((key) => Object.hasOwn(b, key) && jsonEqual(a[key] as JsonValue, b[key] as JsonValue));
+}
+
+/**
+ * Orders two values for `gt`/`gte`/`lt`/`lte`: numbers numerically, strings by UTF-16 code units
+ * (the order ISO timestamps sort correctly in). Any other pairing, a missing value included, has
+ * no order and so never matches, rather than being coerced the way JavaScript would.
+ */
+function order(actual: JsonValue | undefined, expected: JsonValue): number | undefined {
+  if (typeof actual === 'number' && typeof expected === 'number') return actual - expected;
+  if (typeof actual === 'string' && typeof expected === 'string') return actual < expected ? -1 : actual > expected ? 1 : 0;
+  return undefined;
+}
+
+/** Field problems of a filter step that its schema cannot express. */
+function problems(step: FilterStep): { pointer: string; code: string; detail: string }[] {
+  if (step.op === 'exists') return [];
+  if (step.value === undefined) {
+    return [{ pointer: '/value', code: 'required', detail: `Operator "${step.op}" needs a value.` }];
+  }
+  switch (step.op) {
+    case 'in':
+      if (!Array.isArray(step.value)) return [{ pointer: '/value', code: 'type', detail: 'Operator "in" needs an array of values.' }];
+      return [];
+    case 'matches':
+      if (typeof step.value !== 'string') return [{ pointer: '/value', code: 'type', detail: 'Operator "matches" needs a regular expression string.' }];
+      try {
+        compilePattern(step.value);
+      } catch (error) {
+        return [{ pointer: '/value', code: 'invalid_pattern', detail: `Not a valid regular expression: ${(error as Error).message}` }];
+      }
+      return [];
+    case 'gt':
+    case 'gte':
+    case 'lt':
+    case 'lte':
+      // Anything else could never match, which is a configuration mistake worth a 400.
+      if (typeof step.value !== 'number' && typeof step.value !== 'string') {
+        return [{ pointer: '/value', code: 'type', detail: `Operator "${step.op}" compares with a number or a string.` }];
+      }
+      return [];
+    default:
+      return [];
+  }
+}
+
+function matches(step: FilterStep, actual: JsonValue | undefined): boolean {
+  // The schema does not constrain `value`, and it comes from a JSON body, so it is JSON.
+  const expected = step.value as JsonValue;
+  switch (step.op) {
+    case 'exists':
+      return actual !== undefined;
+    case 'eq':
+      return actual !== undefined && jsonEqual(actual, expected);
+    case 'neq':
+      // The exact complement of `eq`, so an `eq` and a `neq` on the same value split the events
+      // into two disjoint sets; a missing value is therefore "not equal".
+      return actual === undefined || !jsonEqual(actual, expected);
+    case 'in':
+      return actual !== undefined && (expected as JsonValue[]).some((candidate) => jsonEqual(actual, candidate));
+    case 'matches':
+      return typeof actual === 'string' && compilePattern(expected as string).test(actual);
+    case 'gt':
+    case 'gte':
+    case 'lt':
+    case 'lte': {
+      const sign = order(actual, expected);
+      if (sign === undefined || Number.isNaN(sign)) return false;
+      if (step.op === 'gt') return sign > 0;
+      if (step.op === 'gte') return sign >= 0;
+      if (step.op === 'lt') return sign < 0;
+      return sign <= 0;
+    }
+  }
+}
+
+/**
+ * The `filter` step: keeps events whose payload value at `path` satisfies `op` against `value`
+ * and returns `null` for the others, which the engine records as `filtered`.
+ *
+ * - `eq` / `neq`: deep JSON equality (and its exact complement; a missing value is `neq`).
+ * - `gt`, `gte`, `lt`, `lte`: numbers numerically, strings lexicographically; mismatched types
+ *   and missing values never match.
+ * - `in`: the value deep-equals one element of the `value` array.
+ * - `exists`: the path leads to a value (`null` included).
+ * - `matches`: the value is a string matched by the regular expression `value` (no flags).
+ */
+export const filterStep = defineTransform({
+  type: 'filter',
+  schema: FilterStepSchema,
+  validate: problems,
+  apply(event, step) {
+    // Validation normally runs at create time; re-checking here means a step stored before a rule
+    // existed fails loudly (dead-letter) instead of silently filtering every event.
+    const problem = problems(step)[0];
+    if (problem) throw new Error(`Invalid filter step: ${problem.detail}`);
+    return matches(step, getPath(event.payload, step.path)) ? { ...event } : null;
+  },
+});

@@ -1,0 +1,91 @@
+import type { TSchema } from '@sinclair/typebox';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
+import { validationError, type FieldError } from './errors.js';
+
+const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
+
+/** The compiled checker of a schema, compiled once and cached. */
+export function compile<T extends TSchema>(schema: T): TypeCheck<T> {
+  let check = compiled.get(schema);
+  if (!check) {
+    check = TypeCompiler.Compile(schema);
+    compiled.set(schema, check);
+  }
+  return check as TypeCheck<T>;
+}
+
+const CODES: Partial<Record<ValueErrorType, string>> = {
+  [ValueErrorType.ObjectRequiredProperty]: 'required',
+  [ValueErrorType.ObjectAdditionalProperties]: 'unknown_field',
+  [ValueErrorType.String]: 'type',
+  [ValueErrorType.Number]: 'type',
+  [ValueErrorType.Integer]: 'type',
+  [ValueErrorType.Boolean]: 'type',
+  [ValueErrorType.Object]: 'type',
+  [ValueErrorType.Array]: 'type',
+  [ValueErrorType.Null]: 'type',
+  [ValueErrorType.Literal]: 'enum',
+  [ValueErrorType.Union]: 'invalid',
+  [ValueErrorType.StringMinLength]: 'too_short',
+  [ValueErrorType.StringMaxLength]: 'too_long',
+  [ValueErrorType.StringPattern]: 'pattern',
+  [ValueErrorType.StringFormat]: 'format',
+  [ValueErrorType.NumberMinimum]: 'out_of_range',
+  [ValueErrorType.NumberMaximum]: 'out_of_range',
+  [ValueErrorType.NumberExclusiveMinimum]: 'out_of_range',
+  [ValueErrorType.NumberExclusiveMaximum]: 'out_of_range',
+  [ValueErrorType.IntegerMinimum]: 'out_of_range',
+  [ValueErrorType.IntegerMaximum]: 'out_of_range',
+  [ValueErrorType.IntegerExclusiveMinimum]: 'out_of_range',
+  [ValueErrorType.IntegerExclusiveMaximum]: 'out_of_range',
+  [ValueErrorType.ArrayMinItems]: 'too_short',
+  [ValueErrorType.ArrayMaxItems]: 'too_long',
+  [ValueErrorType.ArrayUniqueItems]: 'duplicate',
+};
+
+/** Options of {@link schemaErrors}. */
+export interface SchemaErrorOptions {
+  /** Prefix of every pointer (`/config` when validating a connector's config). */
+  prefix?: string;
+  /** Top-level fields that exist on the resource but cannot be written: reported as `read_only`. */
+  readOnly?: readonly string[];
+}
+
+function describe(error: ValueError, code: string): string {
+  if (code === 'unknown_field') return 'This field is not allowed here.';
+  if (code === 'required') return 'This field is required.';
+  if (code === 'read_only') return 'This field is read-only.';
+  // TypeBox messages describe the expectation, never the offending value (which may be secret).
+  return error.message;
+}
+
+/**
+ * Every problem of `value` against `schema`, one per pointer, as field errors. Messages never
+ * include the offending value, so a secret typed into the wrong field is not echoed back.
+ */
+export function schemaErrors(schema: TSchema, value: unknown, options: SchemaErrorOptions = {}): FieldError[] {
+  const check = compile(schema);
+  if (check.Check(value)) return [];
+  const prefix = options.prefix ?? '';
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const error of check.Errors(value)) {
+    let code = CODES[error.type] ?? 'invalid';
+    const top = error.path.split('/')[1];
+    if (code === 'unknown_field' && top !== undefined && error.path.split('/').length === 2 && options.readOnly?.includes(top)) {
+      code = 'read_only';
+    }
+    const pointer = prefix + error.path;
+    if (seen.has(pointer)) continue;
+    seen.add(pointer);
+    out.push({ pointer, code, detail: describe(error, code) });
+  }
+  return out;
+}
+
+/** Throws `validation_failed` with every field error when `value` does not match `schema`. */
+export function assertSchema<T extends TSchema>(schema: T, value: unknown, options: SchemaErrorOptions = {}): void {
+  const errors = schemaErrors(schema, value, options);
+  if (errors.length > 0) throw validationError(errors);
+}

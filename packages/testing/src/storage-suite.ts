@@ -1,0 +1,419 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  openStorage,
+  type ConnectorRow,
+  type DeliveryRow,
+  type EventRow,
+  type FerryStorage,
+  type PipelineRow,
+  type StorageConfig,
+} from '@ferry/core';
+
+/** Makes a fresh, empty storage for one test. */
+export type StorageFactory = () => Promise<StorageConfig>;
+
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+const at = (ms: number) => new Date(T0 + ms).toISOString();
+
+/** A connector row for tests. */
+export function connectorRow(overrides: Partial<ConnectorRow> & Pick<ConnectorRow, 'id'>): ConnectorRow {
+  return {
+    workspace_id: 'ws_a',
+    name: null,
+    type: 'memory',
+    direction: 'source',
+    config: { table: 'orders' },
+    secrets: null,
+    health: 'healthy',
+    health_checked_at: null,
+    last_error: null,
+    rotation_status: null,
+    rotation_started_at: null,
+    created_at: at(0),
+    updated_at: at(0),
+    ...overrides,
+  };
+}
+
+/** A pipeline row for tests. */
+export function pipelineRow(overrides: Partial<PipelineRow> & Pick<PipelineRow, 'id' | 'name'>): PipelineRow {
+  return {
+    workspace_id: 'ws_a',
+    source_connector_id: 'con_src',
+    destination_connector_id: 'con_dst',
+    transforms: [],
+    schedule: null,
+    state: 'draft',
+    batch_size: 100,
+    flush_interval_ms: 1000,
+    max_attempts: 3,
+    salt: 'salt',
+    last_tick_at: null,
+    created_at: at(0),
+    updated_at: at(0),
+    deleted_at: null,
+    ...overrides,
+  };
+}
+
+function eventRow(i: number, overrides: Partial<EventRow> = {}): EventRow {
+  return {
+    id: `evt_${String(i).padStart(6, '0')}`,
+    workspace_id: 'ws_a',
+    pipeline_id: 'pip_1',
+    type: i % 2 === 0 ? 'order.created' : 'order.paid',
+    occurred_at: at(Math.floor(i / 3) * 1000),
+    payload: { n: i },
+    status: 'delivered',
+    attempts: 1,
+    error: null,
+    dead_lettered_at: null,
+    created_at: at(0),
+    updated_at: at(0),
+    ...overrides,
+  };
+}
+
+function deliveryRow(i: number, overrides: Partial<DeliveryRow> = {}): DeliveryRow {
+  return {
+    id: `dlv_${String(i).padStart(4, '0')}`,
+    workspace_id: 'ws_a',
+    subscription_id: 'whk_1',
+    event_id: `evt_p${i}`,
+    event_type: 'pipeline.failed',
+    body: JSON.stringify({ id: `evt_p${i}` }),
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: at(0),
+    cycle_started_at: at(0),
+    last_attempt_at: null,
+    last_response_status: null,
+    last_error: null,
+    created_at: at(i * 1000),
+    updated_at: at(i * 1000),
+    ...overrides,
+  };
+}
+
+/**
+ * The storage conformance suite: every repository operation, leases and queue claims, and the
+ * transaction guarantees the engine relies on. Run it once per dialect with a factory that
+ * returns a fresh, empty database each time; the same cases must pass on each.
+ *
+ * @example
+ * ```ts
+ * runStorageSuite('sqlite', async () => sqlite({ filename: ':memory:' }));
+ * ```
+ */
+export function runStorageSuite(name: string, factory: StorageFactory): void {
+  describe(`storage conformance: ${name}`, () => {
+    let storage: FerryStorage;
+
+    beforeEach(async () => {
+      storage = await openStorage(await factory());
+      await storage.repos.workspaces.ensure('ws_a', at(0));
+      await storage.repos.workspaces.ensure('ws_b', at(0));
+    });
+
+    afterEach(async () => {
+      await storage.close();
+    });
+
+    async function seedConnectorsAndPipeline(): Promise<void> {
+      await storage.repos.connectors.insert(connectorRow({ id: 'con_src' }));
+      await storage.repos.connectors.insert(connectorRow({ id: 'con_dst', direction: 'destination' }));
+      await storage.repos.pipelines.insert(pipelineRow({ id: 'pip_1', name: 'one' }));
+    }
+
+    it('migrates idempotently', async () => {
+      await storage.migrate();
+      await storage.migrate();
+      expect(await storage.ping()).toBe(true);
+    });
+
+    it('workspaces: ensure is idempotent, get and list', async () => {
+      const again = await storage.repos.workspaces.ensure('ws_a', at(5000));
+      expect(again.created_at).toBe(at(0));
+      expect(await storage.repos.workspaces.get('ws_b')).toMatchObject({ id: 'ws_b' });
+      expect(await storage.repos.workspaces.get('nope')).toBeNull();
+      expect((await storage.repos.workspaces.list()).map((w) => w.id)).toEqual(['ws_a', 'ws_b']);
+    });
+
+    it('api keys: insert, lookups, list, touch, revoke, isolation', async () => {
+      const base = { name: 'ci', scopes: ['read'], secret_hash: 'h'.repeat(64), last4: 'abcd', rate_limit: { requests: 10, per_seconds: 60 }, created_at: at(0), last_used_at: null, revoked_at: null };
+      await storage.repos.apiKeys.insert({ ...base, id: 'key_1', key_id: 'AAAAAAAA', workspace_id: 'ws_a' });
+      await storage.repos.apiKeys.insert({ ...base, id: 'key_2', key_id: 'BBBBBBBB', workspace_id: 'ws_b', rate_limit: null });
+      expect(await storage.repos.apiKeys.getByKeyId('AAAAAAAA')).toMatchObject({ id: 'key_1', scopes: ['read'], rate_limit: { requests: 10, per_seconds: 60 } });
+      expect(await storage.repos.apiKeys.get('ws_b', 'key_1')).toBeNull();
+      expect((await storage.repos.apiKeys.list('ws_a', undefined, 10)).rows.map((r) => r.id)).toEqual(['key_1']);
+      await storage.repos.apiKeys.touch('key_1', at(1000));
+      expect((await storage.repos.apiKeys.get('ws_a', 'key_1'))?.last_used_at).toBe(at(1000));
+      expect(await storage.repos.apiKeys.revoke('ws_b', 'key_1', at(2000))).toBe(false);
+      expect(await storage.repos.apiKeys.revoke('ws_a', 'key_1', at(2000))).toBe(true);
+      expect(await storage.repos.apiKeys.revoke('ws_a', 'key_1', at(3000))).toBe(false);
+      expect((await storage.repos.apiKeys.get('ws_a', 'key_1'))?.revoked_at).toBe(at(2000));
+      await expect(storage.repos.apiKeys.insert({ ...base, id: 'key_3', key_id: 'AAAAAAAA', workspace_id: 'ws_a' })).rejects.toThrow();
+    });
+
+    it('connectors: insert, get, list with filter, compare-and-set update, delete, pipeline counts', async () => {
+      await storage.repos.connectors.insert(connectorRow({ id: 'con_1', config: { nested: { a: [1, 'x'] } } }));
+      await storage.repos.connectors.insert(connectorRow({ id: 'con_2', type: 'other' }));
+      await storage.repos.connectors.insert(connectorRow({ id: 'con_3', workspace_id: 'ws_b' }));
+      expect(await storage.repos.connectors.get('ws_a', 'con_1')).toMatchObject({ config: { nested: { a: [1, 'x'] } }, last_error: null });
+      expect(await storage.repos.connectors.get('ws_a', 'con_3')).toBeNull();
+      expect((await storage.repos.connectors.list('ws_a', {}, undefined, 10)).rows.map((r) => r.id)).toEqual(['con_1', 'con_2']);
+      expect((await storage.repos.connectors.list('ws_a', { type: 'other' }, undefined, 10)).rows.map((r) => r.id)).toEqual(['con_2']);
+      expect(await storage.repos.connectors.update('ws_a', 'con_1', { rotation_status: 'rotating' }, { rotation_status: null })).toBe(true);
+      expect(await storage.repos.connectors.update('ws_a', 'con_1', { rotation_status: 'rotating' }, { rotation_status: null })).toBe(false);
+      expect(await storage.repos.connectors.update('ws_b', 'con_1', { name: 'x' })).toBe(false);
+      await storage.repos.connectors.update('ws_a', 'con_1', { last_error: { code: 'c', message: 'm', at: at(1) } });
+      expect((await storage.repos.connectors.get('ws_a', 'con_1'))?.last_error).toEqual({ code: 'c', message: 'm', at: at(1) });
+      await storage.repos.pipelines.insert(pipelineRow({ id: 'pip_1', name: 'p1', source_connector_id: 'con_1', destination_connector_id: 'con_2' }));
+      await storage.repos.pipelines.insert(pipelineRow({ id: 'pip_2', name: 'p2', source_connector_id: 'con_1', destination_connector_id: 'con_1' }));
+      await storage.repos.pipelines.insert(pipelineRow({ id: 'pip_3', name: 'p3', source_connector_id: 'con_1', destination_connector_id: 'con_2', deleted_at: at(1) }));
+      const counts = await storage.repos.connectors.pipelineCounts('ws_a', ['con_1', 'con_2']);
+      expect(Object.fromEntries(counts)).toEqual({ con_1: 2, con_2: 1 });
+      expect(await storage.repos.connectors.delete('ws_b', 'con_2')).toBe(false);
+      await storage.repos.pipelines.markDeleted('ws_a', 'pip_1', at(2));
+      expect(await storage.repos.connectors.delete('ws_a', 'con_2')).toBe(true);
+    });
+
+    it('pipelines: names unique among live pipelines, state compare-and-set, soft delete', async () => {
+      await seedConnectorsAndPipeline();
+      await expect(storage.repos.pipelines.insert(pipelineRow({ id: 'pip_dup', name: 'one' }))).rejects.toThrow();
+      await storage.repos.pipelines.insert(pipelineRow({ id: 'pip_b', name: 'one', workspace_id: 'ws_b' }));
+      await storage.repos.pipelines.insert(pipelineRow({ id: 'pip_2', name: 'two', transforms: [{ type: 'set', path: 'a', value: 1 }], schedule: '* * * * *' }));
+      expect(await storage.repos.pipelines.get('ws_a', 'pip_2')).toMatchObject({ transforms: [{ type: 'set', path: 'a', value: 1 }], schedule: '* * * * *' });
+      expect(await storage.repos.pipelines.update('ws_a', 'pip_1', { state: 'active' }, ['draft', 'paused'])).toBe(true);
+      expect(await storage.repos.pipelines.update('ws_a', 'pip_1', { state: 'active' }, ['draft', 'paused'])).toBe(false);
+      expect((await storage.repos.pipelines.list('ws_a', { state: 'active' }, undefined, 10)).rows.map((p) => p.id)).toEqual(['pip_1']);
+      expect((await storage.repos.pipelines.list('ws_a', { name: 'two' }, undefined, 10)).rows.map((p) => p.id)).toEqual(['pip_2']);
+      expect((await storage.repos.pipelines.listByState('active')).map((p) => p.id)).toEqual(['pip_1']);
+      expect((await storage.repos.pipelines.referencing('ws_a', 'con_src')).map((p) => p.id)).toEqual(['pip_1', 'pip_2']);
+      expect(await storage.repos.pipelines.markDeleted('ws_a', 'pip_1', at(5))).toBe(true);
+      expect(await storage.repos.pipelines.get('ws_a', 'pip_1')).toBeNull();
+      expect(await storage.repos.pipelines.getAnyWorkspace('pip_b')).toMatchObject({ workspace_id: 'ws_b' });
+      // The name of a deleted pipeline is free again.
+      await storage.repos.pipelines.insert(pipelineRow({ id: 'pip_3', name: 'one' }));
+      expect(await storage.repos.pipelines.markDeleted('ws_a', 'pip_1', at(6))).toBe(false);
+    });
+
+    it('runs: one per pipeline and tick, history, latest, counters, in flight', async () => {
+      await seedConnectorsAndPipeline();
+      const run = (id: string, scheduled: string | null, trigger: 'schedule' | 'manual' = 'schedule') => ({
+        id, workspace_id: 'ws_a', pipeline_id: 'pip_1', trigger, scheduled_for: scheduled, status: 'queued' as const, created_at: at(0),
+      });
+      expect(await storage.repos.runs.insert(run('run_1', at(60_000)))).toBe(true);
+      expect(await storage.repos.runs.insert(run('run_2', at(60_000)))).toBe(false);
+      expect(await storage.repos.runs.insert(run('run_3', null, 'manual'))).toBe(true);
+      expect(await storage.repos.runs.insert(run('run_4', null, 'manual'))).toBe(true);
+      await storage.repos.runs.addCounts('run_1', { events_read: 5, events_written: 4 });
+      await Promise.all([storage.repos.runs.addCounts('run_1', { events_read: 1 }), storage.repos.runs.addCounts('run_1', { events_read: 2, events_dead_lettered: 1 })]);
+      expect(await storage.repos.runs.get('ws_a', 'run_1')).toMatchObject({ events_read: 8, events_written: 4, events_dead_lettered: 1, events_filtered: 0 });
+      expect(await storage.repos.runs.get('ws_b', 'run_1')).toBeNull();
+      await storage.repos.runs.update('run_1', { status: 'succeeded', finished_at: at(1) });
+      expect((await storage.repos.runs.inFlight('pip_1')).map((r) => r.id)).toEqual(['run_3', 'run_4']);
+      expect((await storage.repos.runs.latest(['pip_1'])).get('pip_1')?.id).toBe('run_4');
+      const page = await storage.repos.runs.list('ws_a', 'pip_1', ['run_1'], 2);
+      expect(page.rows.map((r) => r.id)).toEqual(['run_3', 'run_4']);
+      expect(page.hasMore).toBe(false);
+    });
+
+    it('checkpoints: absent, put, overwrite', async () => {
+      await seedConnectorsAndPipeline();
+      expect(await storage.repos.checkpoints.get('pip_1')).toBeNull();
+      await storage.repos.checkpoints.put('pip_1', { offset: 10, parts: [1, 2] }, null, at(1));
+      await storage.repos.checkpoints.put('pip_1', { offset: 20, parts: [3] }, 'run_1', at(2));
+      expect(await storage.repos.checkpoints.get('pip_1')).toEqual({ offset: 20, parts: [3] });
+    });
+
+    it('events: idempotent upsert, keyset listing with filters, status compare-and-set, dead letters, bulk replay', async () => {
+      const rows = Array.from({ length: 30 }, (_, i) => eventRow(i));
+      await storage.repos.events.upsertMany(rows);
+      await storage.repos.events.upsertMany(rows.slice(0, 5).map((r) => ({ ...r, attempts: 2 })));
+      expect((await storage.repos.events.get('ws_a', 'evt_000000'))?.attempts).toBe(2);
+      expect(await storage.repos.events.get('ws_b', 'evt_000000')).toBeNull();
+      const seen: string[] = [];
+      let after: string[] | undefined;
+      for (;;) {
+        const page = await storage.repos.events.list('ws_a', 'pip_1', {}, after, 7);
+        seen.push(...page.rows.map((r) => r.id));
+        if (!page.hasMore) break;
+        const last = page.rows[page.rows.length - 1]!;
+        after = [last.occurred_at, last.id];
+      }
+      expect(seen).toEqual(rows.map((r) => r.id));
+      const paid = await storage.repos.events.list('ws_a', 'pip_1', { type: 'order.paid', since: at(3000), until: at(6000) }, undefined, 100);
+      expect(paid.rows.map((r) => r.payload.n)).toEqual([9, 11, 13, 15, 17]);
+      await storage.repos.events.upsertMany([eventRow(100, { status: 'dead_lettered', error: { stage: 'transform:1', code: 'boom', message: 'x' }, dead_lettered_at: at(9) })]);
+      await storage.repos.events.putDeadLetter({ event_id: 'evt_000100', workspace_id: 'ws_a', pipeline_id: 'pip_1', stage: 'transform:1', record: { type: 't', payload: { a: 1 } }, replay_requested_at: null, created_at: at(9) });
+      expect((await storage.repos.events.list('ws_a', 'pip_1', { status: 'dead_lettered' }, undefined, 10)).rows[0]?.error).toEqual({ stage: 'transform:1', code: 'boom', message: 'x' });
+      expect(await storage.repos.events.getDeadLetter('evt_000100')).toMatchObject({ stage: 'transform:1', record: { type: 't', payload: { a: 1 } } });
+      expect(await storage.repos.events.updateStatus('ws_a', 'evt_000100', { status: 'replaying' }, 'delivered')).toBe(false);
+      expect(await storage.repos.events.updateStatus('ws_a', 'evt_000100', { status: 'replaying' }, 'dead_lettered')).toBe(true);
+      await storage.repos.events.updateStatus('ws_a', 'evt_000100', { status: 'dead_lettered' });
+      await storage.repos.events.upsertMany([eventRow(101, { status: 'dead_lettered' }), eventRow(102, { status: 'dead_lettered', workspace_id: 'ws_b' })]);
+      expect(await storage.repos.events.requestBulkReplay('ws_a', 'pip_1', {}, at(10))).toBe(2);
+      expect(await storage.repos.events.requestBulkReplay('ws_a', 'pip_1', {}, at(11))).toBe(0);
+      expect((await storage.repos.events.getDeadLetter('evt_000100'))?.replay_requested_at).toBe(at(10));
+      expect((await storage.repos.events.get('ws_b', 'evt_000102'))?.status).toBe('dead_lettered');
+      await storage.repos.events.deleteDeadLetter('evt_000100');
+      expect(await storage.repos.events.getDeadLetter('evt_000100')).toBeNull();
+    });
+
+    it('events: a large batch is written in chunks', async () => {
+      const rows = Array.from({ length: 2_345 }, (_, i) => eventRow(i));
+      await storage.repos.events.upsertMany(rows);
+      const page = await storage.repos.events.list('ws_a', 'pip_1', {}, undefined, 100);
+      expect(page.hasMore).toBe(true);
+      expect(Number((await storage.knex('events').count({ n: '*' }))[0]!.n)).toBe(2_345);
+    });
+
+    it('webhook subscriptions: insert, get, list, subscribed types, update, delete', async () => {
+      const base = { url: 'https://example.com/hook', description: null, enabled: true, disabled_reason: null, secret: 'sealed', previous_secrets: null, failing_since: null, created_at: at(0), updated_at: at(0) };
+      await storage.repos.webhooks.insert({ ...base, id: 'whk_1', workspace_id: 'ws_a', events: ['pipeline.failed', 'pipeline.completed'] });
+      await storage.repos.webhooks.insert({ ...base, id: 'whk_2', workspace_id: 'ws_a', events: ['connector.error'], enabled: false });
+      await storage.repos.webhooks.insert({ ...base, id: 'whk_3', workspace_id: 'ws_b', events: ['pipeline.failed'] });
+      expect(await storage.repos.webhooks.get('ws_a', 'whk_1')).toMatchObject({ enabled: true, events: ['pipeline.failed', 'pipeline.completed'] });
+      expect((await storage.repos.webhooks.get('ws_a', 'whk_2'))?.enabled).toBe(false);
+      expect(await storage.repos.webhooks.get('ws_a', 'whk_3')).toBeNull();
+      expect((await storage.repos.webhooks.list('ws_a', undefined, 1)).hasMore).toBe(true);
+      expect((await storage.repos.webhooks.subscribedTo('ws_a', 'pipeline.failed')).map((w) => w.id)).toEqual(['whk_1']);
+      expect(await storage.repos.webhooks.subscribedTo('ws_a', 'connector.error')).toEqual([]);
+      expect(await storage.repos.webhooks.update('ws_a', 'whk_2', { enabled: true })).toBe(true);
+      expect((await storage.repos.webhooks.subscribedTo('ws_a', 'connector.error')).map((w) => w.id)).toEqual(['whk_2']);
+      expect(await storage.repos.webhooks.update('ws_b', 'whk_2', { enabled: false })).toBe(false);
+      expect(await storage.repos.webhooks.delete('ws_b', 'whk_1')).toBe(false);
+      expect(await storage.repos.webhooks.delete('ws_a', 'whk_1')).toBe(true);
+    });
+
+    it('deliveries: one per subscription and event, listing, compare-and-set, recovery range, attempts, drop pending', async () => {
+      await storage.repos.deliveries.insertMany([deliveryRow(1), deliveryRow(2, { status: 'failed' }), deliveryRow(3, { status: 'failed' }), deliveryRow(4, { status: 'delivered' })]);
+      await storage.repos.deliveries.insertMany([deliveryRow(1, { id: 'dlv_dup' })]);
+      expect((await storage.repos.deliveries.list('ws_a', 'whk_1', {}, undefined, 10)).rows.map((d) => d.id)).toEqual(['dlv_0001', 'dlv_0002', 'dlv_0003', 'dlv_0004']);
+      expect((await storage.repos.deliveries.list('ws_a', 'whk_1', { status: 'failed', since: at(3000) }, undefined, 10)).rows.map((d) => d.id)).toEqual(['dlv_0003']);
+      expect(await storage.repos.deliveries.get('ws_b', 'whk_1', 'dlv_0001')).toBeNull();
+      expect((await storage.repos.deliveries.failedBetween('ws_a', 'whk_1', at(0), at(3000))).map((d) => d.id)).toEqual(['dlv_0002']);
+      expect(await storage.repos.deliveries.update('dlv_0001', { status: 'pending' }, ['delivered', 'failed'])).toBe(false);
+      expect(await storage.repos.deliveries.update('dlv_0002', { status: 'pending', attempts: 0 }, ['delivered', 'failed'])).toBe(true);
+      await storage.repos.deliveries.insertAttempt({ id: 'att_1', delivery_id: 'dlv_0001', workspace_id: 'ws_a', attempted_at: at(1), response_status: 500, duration_ms: 12, response_body: 'oops', error: null });
+      await storage.repos.deliveries.insertAttempt({ id: 'att_2', delivery_id: 'dlv_0001', workspace_id: 'ws_a', attempted_at: at(2), response_status: null, duration_ms: 15000, response_body: null, error: 'timeout' });
+      expect(await storage.repos.deliveries.attempts('dlv_0001')).toEqual([
+        expect.objectContaining({ id: 'att_1', response_status: 500, duration_ms: 12 }),
+        expect.objectContaining({ id: 'att_2', response_status: null, error: 'timeout' }),
+      ]);
+      expect(await storage.repos.deliveries.deletePending('whk_1')).toBe(2);
+      expect((await storage.repos.deliveries.list('ws_a', 'whk_1', {}, undefined, 10)).rows.map((d) => d.status)).toEqual(['failed', 'delivered']);
+    });
+
+    it('outbox: append, pending in order, fan-out mark, tail', async () => {
+      for (let i = 1; i <= 3; i++) {
+        await storage.repos.outbox.append({ id: `evt_o${i}`, workspace_id: 'ws_a', type: 'pipeline.created', data: { pipeline_id: `pip_${i}` }, occurred_at: at(i) });
+      }
+      const pending = await storage.repos.outbox.pending(10);
+      expect(pending.map((e) => e.id)).toEqual(['evt_o1', 'evt_o2', 'evt_o3']);
+      expect(pending[0]?.data).toEqual({ pipeline_id: 'pip_1' });
+      await storage.repos.outbox.markFannedOut(['evt_o1', 'evt_o2'], at(9));
+      expect((await storage.repos.outbox.pending(10)).map((e) => e.id)).toEqual(['evt_o3']);
+      expect((await storage.repos.outbox.after(pending[0]!.seq, 10)).map((e) => e.id)).toEqual(['evt_o2', 'evt_o3']);
+      expect((await storage.repos.outbox.get('evt_o1'))?.fanned_out_at).toBe(at(9));
+      expect((await storage.repos.outbox.listForWorkspace('ws_b')).length).toBe(0);
+    });
+
+    it('idempotency: claim, in progress, completion, stale takeover, purge', async () => {
+      const record = (owner: string, createdMs: number) => ({
+        api_key_id: 'key_1', key: 'k1', workspace_id: 'ws_a', request_hash: 'hash-a', owner_token: owner,
+        locked_until: at(createdMs + 30_000), created_at: at(createdMs), expires_at: at(createdMs + 86_400_000),
+      });
+      expect(await storage.repos.idempotency.begin(record('o1', 0), at(0))).toEqual({ started: true });
+      const second = await storage.repos.idempotency.begin(record('o2', 10), at(10));
+      expect(second).toMatchObject({ started: false, existing: { status: 'processing', owner_token: 'o1' } });
+      // The first request crashed: after its lock runs out, a retry takes the key over.
+      expect(await storage.repos.idempotency.begin(record('o3', 40_000), at(40_000))).toEqual({ started: true });
+      await storage.repos.idempotency.complete('key_1', 'k1', { status: 201, headers: { 'content-type': 'application/json' }, body: '{"id":"x"}' });
+      const replay = await storage.repos.idempotency.begin(record('o4', 50_000), at(50_000));
+      expect(replay).toMatchObject({ started: false, existing: { status: 'completed', response_status: 201, response_headers: { 'content-type': 'application/json' }, response_body: '{"id":"x"}' } });
+      await storage.repos.idempotency.begin({ ...record('o5', 0), key: 'k2' }, at(0));
+      await storage.repos.idempotency.abandon('key_1', 'k2');
+      expect(await storage.repos.idempotency.get('key_1', 'k2')).toBeNull();
+      expect(await storage.repos.idempotency.purgeExpired(at(200_000_000))).toBe(1);
+      expect(await storage.repos.idempotency.get('key_1', 'k1')).toBeNull();
+    });
+
+    it('leases: one holder, heartbeat, takeover after expiry, stale token refused', async () => {
+      const a = await storage.repos.leases.acquire('pipeline:pip_1', 'engine-a', 10_000, T0);
+      expect(a).not.toBeNull();
+      expect(await storage.repos.leases.acquire('pipeline:pip_1', 'engine-b', 10_000, T0 + 5_000)).toBeNull();
+      expect(await storage.repos.leases.heartbeat('pipeline:pip_1', a!.token, 10_000, T0 + 9_000)).toBe(true);
+      expect(await storage.repos.leases.acquire('pipeline:pip_1', 'engine-b', 10_000, T0 + 15_000)).toBeNull();
+      // engine-a stops heartbeating; after expiry engine-b takes over.
+      const b = await storage.repos.leases.acquire('pipeline:pip_1', 'engine-b', 10_000, T0 + 19_001);
+      expect(b).not.toBeNull();
+      expect((await storage.repos.leases.get('pipeline:pip_1'))?.holder).toBe('engine-b');
+      expect(await storage.repos.leases.heartbeat('pipeline:pip_1', a!.token, 10_000, T0 + 19_002)).toBe(false);
+      expect(await storage.repos.leases.release('pipeline:pip_1', a!.token)).toBe(false);
+      expect(await storage.repos.leases.release('pipeline:pip_1', b!.token)).toBe(true);
+      expect(await storage.repos.leases.acquire('pipeline:pip_1', 'engine-a', 10_000, T0 + 19_003)).not.toBeNull();
+    });
+
+    it('leases: concurrent acquirers, exactly one wins', async () => {
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => storage.repos.leases.acquire('scheduler', `engine-${i}`, 10_000, T0)));
+      expect(results.filter((r) => r !== null)).toHaveLength(1);
+    });
+
+    it('queue claims: disjoint concurrent claims, takeover after expiry, zombie completion refused', async () => {
+      await storage.repos.deliveries.insertMany(Array.from({ length: 10 }, (_, i) => deliveryRow(i + 1)));
+      const due = (q: import('knex').Knex.QueryBuilder) => q.whereIn('status', ['pending', 'retrying']).andWhere('next_attempt_at', '<=', at(0));
+      const claim = (holder: string, now: number) =>
+        storage.repos.deliveries.queue.claim<DeliveryRow>({ where: due, orderBy: ['next_attempt_at', 'id'], limit: 4, holder, ttlMs: 30_000, now });
+      const [c1, c2] = await Promise.all([claim('a', T0), claim('b', T0)]);
+      const ids1 = c1.rows.map((r) => r.id);
+      const ids2 = c2.rows.map((r) => r.id);
+      expect(ids1).toHaveLength(4);
+      expect(ids2).toHaveLength(4);
+      expect(ids1.filter((id) => ids2.includes(id))).toEqual([]);
+      const c3 = await claim('c', T0 + 1_000);
+      expect(c3.rows).toHaveLength(2);
+      expect(await claim('d', T0 + 2_000)).toMatchObject({ rows: [] });
+      const victim = ids1[0]!;
+      expect(await storage.repos.deliveries.queue.heartbeat(victim, c1.token, 30_000, T0 + 20_000)).toBe(true);
+      // 'a' dies; its lease (extended to T0 + 50s) expires and 'e' takes its rows over.
+      const c4 = await claim('e', T0 + 50_001);
+      expect(c4.rows.map((r) => r.id).sort()).toEqual([...ids1].sort());
+      expect(await storage.repos.deliveries.queue.complete(victim, c1.token, { status: 'delivered' }, T0 + 50_002)).toBe(false);
+      expect(await storage.repos.deliveries.queue.heartbeat(victim, c1.token, 30_000, T0 + 50_002)).toBe(false);
+      expect(await storage.repos.deliveries.queue.complete(victim, c4.token, { status: 'delivered' }, T0 + 50_003)).toBe(true);
+      expect((await storage.repos.deliveries.get('ws_a', 'whk_1', victim))?.status).toBe('delivered');
+      // A lease that expired is refused even when nobody took over yet.
+      expect(await storage.repos.deliveries.queue.complete(ids2[0]!, c2.token, { status: 'delivered' }, T0 + 31_000)).toBe(false);
+      expect(await storage.repos.deliveries.queue.release(ids1[1]!, c4.token)).toBe(true);
+      expect((await claim('f', T0 + 50_004)).rows.map((r) => r.id)).toContain(ids1[1]);
+    });
+
+    it('inbox: deduplicated by message id, read in arrival order after a position', async () => {
+      const row = (i: number, message = `msg_${i}`) => ({ id: `evt_in${i}`, workspace_id: 'ws_a', connector_id: 'con_w', message_id: message, type: 't', occurred_at: at(i), payload: { i }, received_at: at(i) });
+      await storage.repos.inbox.insertMany([row(1), row(2), row(3)]);
+      await storage.repos.inbox.insertMany([row(4, 'msg_2')]);
+      const all = await storage.repos.inbox.readAfter('con_w', 0, 10);
+      expect(all.map((r) => r.payload.i)).toEqual([1, 2, 3]);
+      expect((await storage.repos.inbox.readAfter('con_w', all[0]!.seq, 1)).map((r) => r.id)).toEqual(['evt_in2']);
+      expect(await storage.repos.inbox.readAfter('con_other', 0, 10)).toEqual([]);
+    });
+
+    it('transactions: everything rolls back together', async () => {
+      await expect(
+        storage.transaction(async (repos) => {
+          await repos.outbox.append({ id: 'evt_tx', workspace_id: 'ws_a', type: 'pipeline.created', data: {}, occurred_at: at(0) });
+          await repos.connectors.insert(connectorRow({ id: 'con_tx' }));
+          throw new Error('abort');
+        }),
+      ).rejects.toThrow('abort');
+      expect(await storage.repos.outbox.get('evt_tx')).toBeNull();
+      expect(await storage.repos.connectors.get('ws_a', 'con_tx')).toBeNull();
+      await storage.transaction(async (repos) => {
+        await repos.outbox.append({ id: 'evt_tx2', workspace_id: 'ws_a', type: 'pipeline.created', data: {}, occurred_at: at(0) });
+      });
+      expect(await storage.repos.outbox.get('evt_tx2')).not.toBeNull();
+    });
+  });
+}

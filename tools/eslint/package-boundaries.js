@@ -1,0 +1,80 @@
+// @ts-check
+/**
+ * ESLint rule: keeps Ferry's packages behind their doors (DESIGN.md section 1).
+ *
+ * - A relative import may not leave the package it is written in.
+ * - A Ferry package is imported by its public entry only (`@ferry/core`, never `@ferry/core/src/...`
+ *   or any other subpath).
+ * - Each package may import only the Ferry packages its layer allows: core none; http core; the
+ *   framework adapters http and core; plugins and the test kit core; the server and everything
+ *   outside `packages/` and `plugins/` (examples, cross-package tests, benchmarks) any public entry.
+ */
+import path from 'node:path';
+
+const ALLOWED = {
+  'packages/core': [],
+  'packages/http': ['@ferry/core'],
+  'packages/express': ['@ferry/core', '@ferry/http'],
+  'packages/fastify': ['@ferry/core', '@ferry/http'],
+  'packages/testing': ['@ferry/core'],
+};
+
+/** @param {string} file */
+function packageRootOf(file) {
+  const rel = path.relative(process.cwd(), file).split(path.sep);
+  if ((rel[0] === 'packages' || rel[0] === 'plugins' || rel[0] === 'examples') && rel.length > 2) {
+    return rel.slice(0, 2).join('/');
+  }
+  return null;
+}
+
+/** @type {import('eslint').Rule.RuleModule} */
+const rule = {
+  meta: {
+    type: 'problem',
+    docs: { description: "Forbid imports that reach into another package's internals or across layers." },
+    messages: {
+      leavesPackage: 'Relative import "{{source}}" leaves {{root}}; import the other package by its public entry.',
+      deepImport: 'Import "{{source}}" reaches past the public entry of {{pkg}}; import "{{pkg}}" instead.',
+      layer: '{{root}} may not import {{pkg}} (allowed: {{allowed}}).',
+    },
+    schema: [],
+  },
+  create(context) {
+    const file = context.filename;
+    const root = packageRootOf(file);
+    /** @param {any} node @param {string} source */
+    function check(node, source) {
+      if (source.startsWith('.')) {
+        if (!root) return;
+        const target = path.relative(process.cwd(), path.resolve(path.dirname(file), source));
+        if (!target.split(path.sep).join('/').startsWith(root + '/')) {
+          context.report({ node, messageId: 'leavesPackage', data: { source, root } });
+        }
+        return;
+      }
+      const m = /^(@ferry\/[^/]+)(\/.*)?$/.exec(source);
+      if (!m) return;
+      const pkg = /** @type {string} */ (m[1]);
+      if (m[2] && m[2] !== '/package.json') {
+        context.report({ node, messageId: 'deepImport', data: { source, pkg } });
+        return;
+      }
+      if (!root) return;
+      const allowed = root.startsWith('plugins/') ? ['@ferry/core'] : ALLOWED[/** @type {keyof ALLOWED} */ (root)];
+      if (allowed && !allowed.includes(pkg)) {
+        context.report({ node, messageId: 'layer', data: { root, pkg, allowed: allowed.join(', ') || 'none' } });
+      }
+    }
+    return {
+      ImportDeclaration(node) { check(node.source, String(node.source.value)); },
+      ExportNamedDeclaration(node) { if (node.source) check(node.source, String(node.source.value)); },
+      ExportAllDeclaration(node) { check(node.source, String(node.source.value)); },
+      ImportExpression(node) {
+        if (node.source.type === 'Literal' && typeof node.source.value === 'string') check(node.source, node.source.value);
+      },
+    };
+  },
+};
+
+export default { rules: { 'package-boundaries': rule } };

@@ -1,0 +1,36 @@
+import { defaultClientConditions, defaultServerConditions } from 'vite';
+import { defineConfig } from 'vitest/config';
+
+/**
+ * One vitest run for the whole repository: a project per package plus the cross-package suites
+ * in test/. Workspace packages resolve to their TypeScript sources through the `ferry-source`
+ * export condition, so tests never depend on a prior build.
+ */
+export default defineConfig({
+  resolve: { conditions: ['ferry-source', ...defaultClientConditions] },
+  ssr: { resolve: { conditions: ['ferry-source', ...defaultServerConditions] } },
+  test: {
+    // Storage suites share one embedded Postgres per worker; keep the load bounded on 2 cores.
+    maxWorkers: 2,
+    hookTimeout: 60_000,
+    testTimeout: 30_000,
+    projects: [
+      {
+        extends: true,
+        test: { name: 'core', include: ['packages/core/src/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: { name: 'testing', include: ['packages/testing/src/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: { name: 'examples', include: ['examples/*/src/**/*.test.ts', 'examples/*/*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: { name: 'integration', include: ['test/**/*.test.ts'] },
+      },
+    ],
+  },
+});
