@@ -8,7 +8,7 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly' } },
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly', performance: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setImmediate: 'readonly' } },
     plugins: { ferry },
     rules: {
       'ferry/package-boundaries': 'error',
@@ -19,7 +19,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/system-clock.ts', '**/*.test.ts', 'bench/**', 'scripts/**', 'tools/**', '**/embedded-postgres.ts'],
+    files: ['packages/core/src/clock.ts', '**/*.test.ts', 'bench/**', 'scripts/**', 'tools/**', '**/embedded-postgres.ts'],
     rules: { 'no-restricted-properties': 'off' },
   },
 );

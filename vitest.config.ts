@@ -31,6 +31,10 @@ export default defineConfig({
         extends: true,
         test: { name: 'integration', include: ['test/**/*.test.ts'] },
       },
+      {
+        extends: true,
+        test: { name: 'tools', include: ['tools/**/*.test.ts'] },
+      },
     ],
   },
 });

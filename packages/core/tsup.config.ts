@@ -7,6 +7,8 @@ export default defineConfig({
   sourcemap: true,
   clean: true,
   target: 'node20',
+  // import.meta.url (used to load knex's dialect classes) also in the CommonJS build.
+  shims: true,
   // Tests live beside the code; they are not part of the published build.
   esbuildOptions(options) {
     options.conditions = ['ferry-source'];

@@ -95,7 +95,7 @@ export class Engine {
     }
     const box = new SecretBox(parseSecretKey(options.secretKey ?? generateSecretKey()));
     const registry = new PluginRegistry(options.plugins ?? [], builtinTransforms);
-    this.storage = new FerryStorage(options.storage);
+    this.storage = new FerryStorage(options.storage, { logger: this.logger });
     this.bus = new PlatformEventBus(this.logger);
     this.platformEvents$ = this.bus.events$;
     const context: EngineContext = {

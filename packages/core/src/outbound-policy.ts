@@ -37,8 +37,9 @@ export function isHostAllowed(host: string, allow: readonly string[]): boolean {
   for (const entry of allow) {
     const e = entry.trim().toLowerCase();
     if (e === '*' || e === bare) return true;
-    const [net, bits] = e.split('/');
-    if (bits !== undefined && net && isIP(bare) && isIP(net) === isIP(bare)) {
+    const [net, bits, ...rest] = e.split('/');
+    // Only `<ip>/<decimal prefix>`: `10.0.0.0/` or `10.0.0.0/8/9` must not read as a valid CIDR.
+    if (bits !== undefined && rest.length === 0 && /^\d{1,3}$/.test(bits) && net && isIP(bare) && isIP(net) === isIP(bare)) {
       const list = new BlockList();
       const type = isIP(net) === 4 ? 'ipv4' : 'ipv6';
       try {
@@ -68,7 +69,8 @@ export function assertUrlAllowed(raw: string, allow: readonly string[]): URL {
   } catch {
     throw fail('it is not a valid absolute URL');
   }
-  const host = url.hostname.replace(/^\[|\]$/g, '');
+  // A trailing dot (`localhost.`) names the same host; drop it so it cannot slip past the checks.
+  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
   const allowed = isHostAllowed(host, allow);
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowed)) throw fail('it must use https');
   if (url.username || url.password) throw fail('it must not contain credentials');

@@ -1,4 +1,4 @@
-import type { TSchema } from '@sinclair/typebox';
+import { Kind, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
 import { validationError, type FieldError } from './errors.js';
@@ -52,8 +52,20 @@ export interface SchemaErrorOptions {
   readOnly?: readonly string[];
 }
 
+/** The members of a union of literals (`null` allowed), the TypeBox spelling of an enum; else undefined. */
+function enumMembers(schema: TSchema): TSchema[] | undefined {
+  const members = (schema as { anyOf?: TSchema[] }).anyOf;
+  if (!members || members.length === 0) return undefined;
+  return members.every((m) => m[Kind] === 'Literal' || m[Kind] === 'Null') ? members : undefined;
+}
+
 function describe(error: ValueError, code: string): string {
   if (code === 'unknown_field') return 'This field is not allowed here.';
+  if (code === 'enum' && error.type === ValueErrorType.Union) {
+    // The allowed values come from the schema, never from the offending value.
+    const allowed = enumMembers(error.schema)!.map((m) => (m[Kind] === 'Null' ? 'null' : JSON.stringify(m.const)));
+    return `Expected one of ${allowed.join(', ')}`;
+  }
   if (code === 'required') return 'This field is required.';
   if (code === 'read_only') return 'This field is read-only.';
   // TypeBox messages describe the expectation, never the offending value (which may be secret).
@@ -72,6 +84,7 @@ export function schemaErrors(schema: TSchema, value: unknown, options: SchemaErr
   const out: FieldError[] = [];
   for (const error of check.Errors(value)) {
     let code = CODES[error.type] ?? 'invalid';
+    if (error.type === ValueErrorType.Union && enumMembers(error.schema)) code = 'enum';
     const top = error.path.split('/')[1];
     if (code === 'unknown_field' && top !== undefined && error.path.split('/').length === 2 && options.readOnly?.includes(top)) {
       code = 'read_only';

@@ -13,7 +13,6 @@ import { getSharedTestPostgres, startTestPostgres, type TestPostgres } from './e
 // not silently turn them into external-server tests (the external mode has its own test below).
 beforeAll(() => {
   vi.stubEnv('DATABASE_URL', '');
-  vi.stubEnv('FERRY_TEST_PG_LOG', process.env.FERRY_TEST_PG_LOG ?? '');
 });
 afterAll(() => {
   vi.unstubAllEnvs();
@@ -248,10 +247,12 @@ describe('getSharedTestPostgres', () => {
     const server = await getSharedTestPostgres();
     await server.createDatabase('child');
     await new Promise((resolve) => process.stdout.write(JSON.stringify({ port: server.port }) + '\\n', resolve));
+    // The parent looks at the running server first, then says 'go' (or sends a signal).
+    await new Promise((resolve) => process.stdin.once('data', resolve));
     const mode = process.env.FERRY_EXIT_MODE;
     if (mode === 'process.exit') process.exit(0);
-    if (mode === 'signal') setInterval(() => {}, 1000); // wait for the parent's signal
     // 'drain': nothing left to do; the event loop empties and the process ends by itself.
+    process.stdin.destroy();
   `;
 
   for (const [mode, signal] of [
@@ -264,7 +265,7 @@ describe('getSharedTestPostgres', () => {
       const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', childScript], {
         cwd: repoRoot,
         env: { ...process.env, FERRY_MODULE_URL: moduleUrl, FERRY_EXIT_MODE: mode, DATABASE_URL: '' },
-        stdio: ['ignore', 'pipe', 'pipe'],
+        stdio: ['pipe', 'pipe', 'pipe'],
       });
       let stdout = '';
       let stderr = '';
@@ -282,12 +283,14 @@ describe('getSharedTestPostgres', () => {
       expect(await probePort(port)).toBe('connected');
 
       if (signal) child.kill(signal);
+      else child.stdin.write('go\n');
       const exitStatus = await exited;
       if (mode !== 'signal') expect(exitStatus, stderr).toBe(0);
 
-      // Exit handlers clean up before the process is gone; after SIGKILL the watchdog needs
-      // up to ~1 s to notice, plus the shutdown itself.
-      const grace = signal === 'SIGKILL' ? 10_000 : 1_000;
+      // The exit handler cleans up synchronously, before the process is gone: no grace. Only
+      // after SIGKILL no handler runs, and the watchdog needs up to ~1 s to notice plus the
+      // shutdown itself.
+      const grace = signal === 'SIGKILL' ? 10_000 : 0;
       expect(await eventually(() => !isAlive(onDisk!.pid), grace), 'postmaster still running').toBe(true);
       expect(await eventually(() => !existsSync(onDisk!.root), grace), 'temp directory left behind').toBe(true);
       expect(await probePort(port)).toBe('ECONNREFUSED');

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   openStorage,
@@ -363,7 +364,7 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
 
     it('queue claims: disjoint concurrent claims, takeover after expiry, zombie completion refused', async () => {
       await storage.repos.deliveries.insertMany(Array.from({ length: 10 }, (_, i) => deliveryRow(i + 1)));
-      const due = (q: import('knex').Knex.QueryBuilder) => q.whereIn('status', ['pending', 'retrying']).andWhere('next_attempt_at', '<=', at(0));
+      const due = (q: Knex.QueryBuilder) => q.whereIn('status', ['pending', 'retrying']).andWhere('next_attempt_at', '<=', at(0));
       const claim = (holder: string, now: number) =>
         storage.repos.deliveries.queue.claim<DeliveryRow>({ where: due, orderBy: ['next_attempt_at', 'id'], limit: 4, holder, ttlMs: 30_000, now });
       const [c1, c2] = await Promise.all([claim('a', T0), claim('b', T0)]);
@@ -375,19 +376,23 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       const c3 = await claim('c', T0 + 1_000);
       expect(c3.rows).toHaveLength(2);
       expect(await claim('d', T0 + 2_000)).toMatchObject({ rows: [] });
-      const victim = ids1[0]!;
-      expect(await storage.repos.deliveries.queue.heartbeat(victim, c1.token, 30_000, T0 + 20_000)).toBe(true);
-      // 'a' dies; its lease (extended to T0 + 50s) expires and 'e' takes its rows over.
+      // Whichever claimer got dlv_0001 dies after one heartbeat on it (to T0 + 50s).
+      const victim = 'dlv_0001';
+      const dead = ids1.includes(victim) ? c1 : c2;
+      const other = dead === c1 ? c2 : c1;
+      expect(await storage.repos.deliveries.queue.heartbeat(victim, dead.token, 30_000, T0 + 20_000)).toBe(true);
+      // Every lease has expired by now: 'e' takes over the four oldest rows, the victim among them.
       const c4 = await claim('e', T0 + 50_001);
-      expect(c4.rows.map((r) => r.id).sort()).toEqual([...ids1].sort());
-      expect(await storage.repos.deliveries.queue.complete(victim, c1.token, { status: 'delivered' }, T0 + 50_002)).toBe(false);
-      expect(await storage.repos.deliveries.queue.heartbeat(victim, c1.token, 30_000, T0 + 50_002)).toBe(false);
+      expect(c4.rows.map((r) => r.id).sort()).toEqual(['dlv_0001', 'dlv_0002', 'dlv_0003', 'dlv_0004']);
+      expect(await storage.repos.deliveries.queue.complete(victim, dead.token, { status: 'delivered' }, T0 + 50_002)).toBe(false);
+      expect(await storage.repos.deliveries.queue.heartbeat(victim, dead.token, 30_000, T0 + 50_002)).toBe(false);
       expect(await storage.repos.deliveries.queue.complete(victim, c4.token, { status: 'delivered' }, T0 + 50_003)).toBe(true);
       expect((await storage.repos.deliveries.get('ws_a', 'whk_1', victim))?.status).toBe('delivered');
       // A lease that expired is refused even when nobody took over yet.
-      expect(await storage.repos.deliveries.queue.complete(ids2[0]!, c2.token, { status: 'delivered' }, T0 + 31_000)).toBe(false);
-      expect(await storage.repos.deliveries.queue.release(ids1[1]!, c4.token)).toBe(true);
-      expect((await claim('f', T0 + 50_004)).rows.map((r) => r.id)).toContain(ids1[1]);
+      const unclaimed = other.rows.map((r) => r.id).find((id) => !c4.rows.some((r) => r.id === id))!;
+      expect(await storage.repos.deliveries.queue.complete(unclaimed, other.token, { status: 'delivered' }, T0 + 31_000)).toBe(false);
+      expect(await storage.repos.deliveries.queue.release('dlv_0002', c4.token)).toBe(true);
+      expect((await claim('f', T0 + 50_004)).rows.map((r) => r.id)).toContain('dlv_0002');
     });
 
     it('inbox: deduplicated by message id, read in arrival order after a position', async () => {

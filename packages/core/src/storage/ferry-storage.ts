@@ -1,5 +1,6 @@
 import knexFactory, { type Knex } from 'knex';
 import { FerryError } from '../errors.js';
+import { silentLogger, type Logger } from '../logger.js';
 import { migrationSource, MIGRATIONS_TABLE } from './migrations/index.js';
 import { ApiKeysRepo } from './repositories/api-keys-repo.js';
 import { CheckpointsRepo } from './repositories/checkpoints-repo.js';
@@ -16,6 +17,9 @@ import { WorkspacesRepo } from './repositories/workspaces-repo.js';
 import { LeasesRepo } from './leases.js';
 import type { Db } from './sql-helpers.js';
 import type { Dialect, StorageConfig } from './storage-config.js';
+
+/** Advisory lock id under which Postgres migrations run (an arbitrary constant: "ferr" in ASCII). */
+const MIGRATION_LOCK_KEY = 0x66_65_72_72;
 
 /** Every repository, bound to one connection or transaction. */
 export class Repositories {
@@ -64,18 +68,35 @@ export class FerryStorage {
   /** Repositories outside any transaction. */
   readonly repos: Repositories;
   private closed = false;
+  private readonly knexPool: { max?: unknown } | undefined;
 
-  constructor(config: StorageConfig) {
+  constructor(config: StorageConfig, options: { logger?: Logger } = {}) {
     this.dialect = config.dialect;
     this.description = config.description;
-    this.knex = knexFactory(config.knex);
+    const logger = (options.logger ?? silentLogger).child({ component: 'storage' });
+    // knex writes its own warnings to the console unless given a logger; route them to ours.
+    const log = (level: 'warn' | 'error' | 'debug') => (message: unknown) => logger[level]({ detail: String(message) }, `knex ${level}`);
+    this.knex = knexFactory({ ...config.knex, log: { warn: log('warn'), error: log('error'), debug: log('debug'), deprecate: log('warn') } });
     this.repos = new Repositories(this.knex, this.dialect);
+    this.knexPool = config.knex.pool as { max?: unknown } | undefined;
   }
 
   /** Applies pending migrations (idempotent; safe to call from several engines at once). */
   async migrate(): Promise<void> {
+    const run = () => this.knex.migrate.latest({ migrationSource, tableName: MIGRATIONS_TABLE });
     try {
-      await this.knex.migrate.latest({ migrationSource, tableName: MIGRATIONS_TABLE });
+      const poolMax = (this.knexPool?.max as number | undefined) ?? 10;
+      if (this.dialect === 'postgres' && poolMax >= 2) {
+        // Engines starting together would race to create knex's own bookkeeping tables (its lock
+        // table only helps once they exist): serialize them with a transaction-scoped advisory
+        // lock held on one connection while the migrations run on others.
+        await this.knex.transaction(async (trx) => {
+          await trx.raw('SELECT pg_advisory_xact_lock(?)', [MIGRATION_LOCK_KEY]);
+          await run();
+        });
+      } else {
+        await run();
+      }
     } catch (error) {
       throw new FerryError('unavailable', `Storage migrations failed on ${this.description}.`, { cause: error, retryAfterSeconds: 5 });
     }
@@ -117,8 +138,8 @@ export class FerryStorage {
  * await storage.close();
  * ```
  */
-export async function openStorage(config: StorageConfig): Promise<FerryStorage> {
-  const storage = new FerryStorage(config);
+export async function openStorage(config: StorageConfig, options: { logger?: Logger } = {}): Promise<FerryStorage> {
+  const storage = new FerryStorage(config, options);
   try {
     await storage.migrate();
   } catch (error) {

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { LeasedQueue } from '../leases.js';
 import { affected, fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
@@ -166,7 +167,7 @@ export class EventsRepo {
   }
 }
 
-function applyFilters(query: import('knex').Knex.QueryBuilder, filters: EventFilters): void {
+function applyFilters(query: Knex.QueryBuilder, filters: EventFilters): void {
   if (filters.type !== undefined) query.andWhere('type', filters.type);
   if (filters.status !== undefined) query.andWhere('status', filters.status);
   if (filters.since !== undefined) query.andWhere('occurred_at', '>=', filters.since);

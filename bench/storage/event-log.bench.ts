@@ -1,0 +1,137 @@
+/**
+ * The event log is the storage hot path: every batch a pipeline moves is written to it with its
+ * checkpoint in one transaction. This measures, on SQLite (file, WAL) and Postgres (embedded):
+ *  - events/s through EventsRepo.upsertMany + checkpoint commit, against the simplest direct
+ *    driver insert of the same rows (better-sqlite3 prepared statement / pg multi-row INSERT);
+ *  - a keyset page of the events listing at the start and deep into the log, against OFFSET.
+ * Bounded: 100,000 events per dialect.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { openStorage, postgres, sqlite, type EventRow, type FerryStorage } from '@ferry/core';
+import { startTestPostgres } from '@ferry/testing';
+
+const TOTAL = 100_000;
+const BATCH = 500;
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+
+function emit(bench: string, kase: string, value: number, unit: string, baseline?: number): void {
+  const line: Record<string, unknown> = { bench, case: kase, value: Math.round(value * 100) / 100, unit };
+  if (baseline !== undefined) {
+    line.baseline = Math.round(baseline * 100) / 100;
+    line.ratio = Math.round((value / baseline) * 1000) / 1000;
+  }
+  console.log(JSON.stringify(line));
+}
+
+function rows(from: number, count: number, pipelineId: string): EventRow[] {
+  const out: EventRow[] = [];
+  for (let i = from; i < from + count; i++) {
+    const iso = new Date(T0 + i).toISOString();
+    out.push({
+      id: `evt_${String(i).padStart(26, '0')}`, workspace_id: 'bench', pipeline_id: pipelineId, type: 'order.created', occurred_at: iso,
+      payload: { order_id: i, amount: i % 1000, customer: { email: `c${i}@example.com` } }, status: 'delivered', attempts: 1,
+      error: null, dead_lettered_at: null, created_at: iso, updated_at: iso,
+    });
+  }
+  return out;
+}
+
+async function ferryWrite(storage: FerryStorage, pipelineId: string): Promise<number> {
+  const started = performance.now();
+  for (let i = 0; i < TOTAL; i += BATCH) {
+    const batch = rows(i, BATCH, pipelineId);
+    await storage.transaction(async (repos) => {
+      await repos.events.upsertMany(batch);
+      await repos.checkpoints.put(pipelineId, { offset: i + BATCH }, null, batch[batch.length - 1]!.created_at);
+    });
+  }
+  return TOTAL / ((performance.now() - started) / 1000);
+}
+
+async function pageCost(storage: FerryStorage, pipelineId: string, depth: number): Promise<{ keyset: number; offset: number }> {
+  const after = rows(depth, 1, pipelineId)[0]!;
+  const repeat = 50;
+  let started = performance.now();
+  for (let i = 0; i < repeat; i++) await storage.repos.events.list('bench', pipelineId, {}, [after.occurred_at, after.id], 100);
+  const keyset = (performance.now() - started) / repeat;
+  started = performance.now();
+  for (let i = 0; i < repeat; i++) {
+    await storage.knex('events').where({ workspace_id: 'bench', pipeline_id: pipelineId }).orderBy([{ column: 'occurred_at' }, { column: 'id' }]).offset(depth).limit(101);
+  }
+  const offset = (performance.now() - started) / repeat;
+  return { keyset, offset };
+}
+
+async function sqliteBench(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'ferry-bench-'));
+  const storage = await openStorage(sqlite({ filename: join(dir, 'ferry.db') }));
+  await storage.repos.workspaces.ensure('bench', new Date(T0).toISOString());
+  const ferry = await ferryWrite(storage, 'pip_bench');
+
+  // Baseline: the same rows through better-sqlite3 directly, one prepared statement per row.
+  const raw = new Database(join(dir, 'raw.db'));
+  raw.pragma('journal_mode = WAL');
+  raw.pragma('synchronous = NORMAL');
+  raw.exec('CREATE TABLE events (id text primary key, workspace_id text, pipeline_id text, type text, occurred_at text, payload text, status text, attempts integer, error text, dead_lettered_at text, created_at text, updated_at text)');
+  raw.exec('CREATE INDEX e1 ON events (pipeline_id, occurred_at, id)');
+  raw.exec('CREATE INDEX e2 ON events (pipeline_id, status)');
+  const insert = raw.prepare('INSERT INTO events VALUES (@id, @workspace_id, @pipeline_id, @type, @occurred_at, @payload, @status, @attempts, @error, @dead_lettered_at, @created_at, @updated_at)');
+  const tx = raw.transaction((batch: EventRow[]) => {
+    for (const r of batch) insert.run({ ...r, payload: JSON.stringify(r.payload) });
+  });
+  const started = performance.now();
+  for (let i = 0; i < TOTAL; i += BATCH) tx(rows(i, BATCH, 'pip_bench'));
+  const baseline = TOTAL / ((performance.now() - started) / 1000);
+  raw.close();
+  emit('storage', 'sqlite: event log write (batch 500 + checkpoint)', ferry, 'events/s', baseline);
+  for (const depth of [0, TOTAL - 200]) {
+    const cost = await pageCost(storage, 'pip_bench', depth);
+    emit('storage', `sqlite: events page of 100 at depth ${depth}, keyset vs OFFSET`, cost.keyset, 'ms', cost.offset);
+  }
+  await storage.close();
+}
+
+async function postgresBench(): Promise<void> {
+  const server = await startTestPostgres();
+  try {
+    const storage = await openStorage(postgres({ connectionString: await server.createDatabase('bench') }));
+    await storage.repos.workspaces.ensure('bench', new Date(T0).toISOString());
+    const ferry = await ferryWrite(storage, 'pip_bench');
+
+    // Baseline: the same rows through pg directly, one multi-row INSERT per batch.
+    const client = new pg.Client({ connectionString: await server.createDatabase('raw') });
+    await client.connect();
+    await client.query('CREATE TABLE events (id text primary key, workspace_id text, pipeline_id text, type text, occurred_at text, payload text, status text, attempts integer, error text, dead_lettered_at text, created_at text, updated_at text)');
+    await client.query('CREATE INDEX e1 ON events (pipeline_id, occurred_at, id)');
+    await client.query('CREATE INDEX e2 ON events (pipeline_id, status)');
+    const started = performance.now();
+    for (let i = 0; i < TOTAL; i += BATCH) {
+      const batch = rows(i, BATCH, 'pip_bench');
+      const values: unknown[] = [];
+      const tuples = batch.map((r, j) => {
+        values.push(r.id, r.workspace_id, r.pipeline_id, r.type, r.occurred_at, JSON.stringify(r.payload), r.status, r.attempts, null, null, r.created_at, r.updated_at);
+        return `(${Array.from({ length: 12 }, (_, k) => `$${j * 12 + k + 1}`).join(',')})`;
+      });
+      await client.query('BEGIN');
+      await client.query(`INSERT INTO events VALUES ${tuples.join(',')}`, values);
+      await client.query('COMMIT');
+    }
+    const baseline = TOTAL / ((performance.now() - started) / 1000);
+    await client.end();
+    emit('storage', 'postgres: event log write (batch 500 + checkpoint)', ferry, 'events/s', baseline);
+    for (const depth of [0, TOTAL - 200]) {
+      const cost = await pageCost(storage, 'pip_bench', depth);
+      emit('storage', `postgres: events page of 100 at depth ${depth}, keyset vs OFFSET`, cost.keyset, 'ms', cost.offset);
+    }
+    await storage.close();
+  } finally {
+    await server.stop();
+  }
+}
+
+await sqliteBench();
+await postgresBench();

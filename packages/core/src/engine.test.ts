@@ -1,0 +1,63 @@
+import { Type } from '@sinclair/typebox';
+import { describe, expect, it } from 'vitest';
+import { generateSecretKey } from './crypto/secret-box.js';
+import { createEngine } from './engine.js';
+import { isFerryError } from './errors.js';
+import { defineConnector } from './plugin/define.js';
+import { sqlite, postgres } from './storage/storage-config.js';
+
+const noop = defineConnector({ type: 'noop', version: '1.0.0', directions: ['source'], configSchema: Type.Object({}) });
+
+async function codeOf(promise: Promise<unknown> | (() => unknown)): Promise<string | undefined> {
+  try {
+    await (typeof promise === 'function' ? promise() : promise);
+  } catch (error) {
+    return isFerryError(error) ? error.code : String(error);
+  }
+  return undefined;
+}
+
+describe('engine lifecycle', () => {
+  it('refuses service calls before start and after stop, and start/stop are idempotent', async () => {
+    const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [noop] });
+    expect(engine.state).toBe('created');
+    expect(await codeOf(engine.connectors.list('default'))).toBe('unavailable');
+    await engine.start();
+    await engine.start();
+    expect(engine.state).toBe('running');
+    expect((await engine.connectors.create('default', { type: 'noop', direction: 'source', config: {} })).type).toBe('noop');
+    await engine.stop();
+    await engine.stop();
+    expect(engine.state).toBe('stopped');
+    expect(await codeOf(engine.connectors.list('default'))).toBe('unavailable');
+    expect(await codeOf(engine.start())).toBe('unavailable');
+  });
+
+  it('requires a secret key unless the storage is in memory', async () => {
+    expect(await codeOf(() => createEngine({ storage: sqlite({ filename: '/tmp/never-created.db' }) }))).toBe('configuration_invalid');
+    expect(await codeOf(() => createEngine({ storage: postgres({ connectionString: 'postgres://u:p@127.0.0.1:1/db' }) }))).toBe('configuration_invalid');
+    expect(await codeOf(() => createEngine({ storage: sqlite({ filename: ':memory:' }), secretKey: 'too-short' }))).toBe('configuration_invalid');
+    const engine = await createEngine({ storage: sqlite({ filename: '/tmp/never-created.db' }), secretKey: generateSecretKey() });
+    expect(engine.state).toBe('created');
+  });
+
+  it('refuses two plugins of the same connector type', async () => {
+    expect(await codeOf(() => createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [noop, noop] }))).toBe('configuration_invalid');
+  });
+
+  it('gives each engine its own services and event stream', async () => {
+    const a = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [noop] });
+    const b = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [noop] });
+    expect(a.connectors).not.toBe(b.connectors);
+    expect(a.platformEvents$).not.toBe(b.platformEvents$);
+    expect(a.instanceId).not.toBe(b.instanceId);
+  });
+
+  it('reports an unreachable storage as unavailable at start', async () => {
+    const engine = await createEngine({ storage: postgres({ connectionString: 'postgres://u:p@127.0.0.1:1/db', pool: { max: 1 } }), secretKey: generateSecretKey() });
+    const code = await codeOf(engine.start());
+    expect(code).toBe('unavailable');
+    expect(engine.state).toBe('created');
+    await engine.stop();
+  });
+});

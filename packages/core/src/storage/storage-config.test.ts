@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { postgres, sqlite } from './storage-config.js';
+
+const PASSWORD = 'Pa55-Distinctive_q7z';
+
+describe('sqlite', () => {
+  it('is ephemeral in memory', () => {
+    const config = sqlite({ filename: ':memory:' });
+    expect(config.dialect).toBe('sqlite');
+    expect(config.ephemeral).toBe(true);
+    expect(config.description).toBe('sqlite (in memory)');
+    expect(config.knex.connection).toEqual({ filename: ':memory:' });
+  });
+
+  it('treats an empty filename as in memory', () => {
+    const config = sqlite({ filename: '' });
+    expect(config.ephemeral).toBe(true);
+    expect(config.knex.connection).toEqual({ filename: ':memory:' });
+  });
+
+  it('is durable with a file and names it in the description', () => {
+    const config = sqlite({ filename: '/var/lib/ferry/ferry.db' });
+    expect(config.ephemeral).toBe(false);
+    expect(config.description).toBe('sqlite (/var/lib/ferry/ferry.db)');
+    expect(config.knex.connection).toEqual({ filename: '/var/lib/ferry/ferry.db' });
+  });
+
+  it('uses a single pooled connection', () => {
+    const pool = sqlite({ filename: ':memory:' }).knex.pool;
+    expect(pool).toMatchObject({ min: 1, max: 1 });
+  });
+
+  it('sets the pragmas on each new connection, WAL only for files', () => {
+    const run = (filename: string, busyTimeoutMs?: number) => {
+      const pragmas: string[] = [];
+      const options = busyTimeoutMs === undefined ? { filename } : { filename, busyTimeoutMs };
+      const pool = sqlite(options).knex.pool as { afterCreate(conn: unknown, done: (err: Error | null, conn: unknown) => void): void };
+      let result: [Error | null, unknown] | undefined;
+      const conn = { pragma: (sql: string) => pragmas.push(sql) };
+      pool.afterCreate(conn, (err, c) => {
+        result = [err, c];
+      });
+      expect(result).toEqual([null, conn]);
+      return pragmas;
+    };
+    expect(run('/tmp/x.db', 1234)).toEqual(['journal_mode = WAL', 'busy_timeout = 1234', 'foreign_keys = ON', 'synchronous = NORMAL']);
+    expect(run(':memory:')).toEqual(['busy_timeout = 5000', 'foreign_keys = ON', 'synchronous = NORMAL']);
+  });
+
+  it('reports a pragma failure to the pool', () => {
+    const pool = sqlite({ filename: ':memory:' }).knex.pool as { afterCreate(conn: unknown, done: (err: Error | null) => void): void };
+    const boom = new Error('pragma failed');
+    let reported: Error | null = null;
+    pool.afterCreate(
+      {
+        pragma: () => {
+          throw boom;
+        },
+      },
+      (err) => {
+        reported = err;
+      },
+    );
+    expect(reported).toBe(boom);
+  });
+});
+
+describe('postgres', () => {
+  it.each([
+    [`postgres://ferry:${PASSWORD}@db.example.com:6543/ferry_prod`, 'postgres (db.example.com:6543/ferry_prod)'],
+    [`postgresql://ferry:${PASSWORD}@db.example.com/ferry`, 'postgres (db.example.com:5432/ferry)'],
+    [`postgres://ferry:${encodeURIComponent(`${PASSWORD}@:/?#`)}@db.example.com/ferry`, 'postgres (db.example.com:5432/ferry)'],
+    [`postgres://db.example.com/ferry?password=${PASSWORD}&sslmode=require`, 'postgres (db.example.com:5432/ferry)'],
+    [`postgres://:${PASSWORD}@db.example.com/ferry`, 'postgres (db.example.com:5432/ferry)'],
+  ])('describes %s without the password', (connectionString, description) => {
+    const config = postgres({ connectionString });
+    expect(config.description).toBe(description);
+    expect(config.description).not.toContain(PASSWORD);
+    expect(config.description).not.toContain('ferry:');
+    expect(config.dialect).toBe('postgres');
+    expect(config.ephemeral).toBe(false);
+  });
+
+  it.each([
+    `host=db.example.com user=ferry password=${PASSWORD} dbname=ferry`,
+    `not a url ${PASSWORD}`,
+    PASSWORD,
+    `postgres://ferry:${PASSWORD}@[bad/ferry`,
+  ])('never echoes an unparsable connection string: %s', (connectionString) => {
+    const config = postgres({ connectionString });
+    expect(config.description).not.toContain(PASSWORD);
+    expect(config.description).toBe('postgres');
+  });
+
+  it('hands the connection string to pg and applies pool and schema options', () => {
+    const connectionString = `postgres://ferry:${PASSWORD}@db.example.com/ferry`;
+    const config = postgres({ connectionString, pool: { max: 3 }, searchPath: 'ferry' });
+    expect(config.knex.client).toBe('pg');
+    expect(config.knex.connection).toEqual({ connectionString });
+    expect(config.knex.pool).toEqual({ min: 0, max: 3 });
+    expect(config.knex.searchPath).toEqual(['ferry']);
+    expect(postgres({ connectionString }).knex.searchPath).toBeUndefined();
+    expect(postgres({ connectionString }).knex.pool).toEqual({ min: 0, max: 10 });
+  });
+});

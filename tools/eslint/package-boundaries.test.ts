@@ -1,0 +1,34 @@
+import path from 'node:path';
+import { RuleTester } from 'eslint';
+import tseslint from 'typescript-eslint';
+import { afterAll, describe, it } from 'vitest';
+import plugin from './package-boundaries.js';
+
+RuleTester.afterAll = afterAll;
+RuleTester.describe = describe;
+RuleTester.it = it;
+RuleTester.itOnly = it.only;
+
+const tester = new RuleTester({ languageOptions: { parser: tseslint.parser as never, ecmaVersion: 2022, sourceType: 'module' } });
+const file = (rel: string) => path.join(process.cwd(), rel);
+
+tester.run('package-boundaries', plugin.rules['package-boundaries'], {
+  valid: [
+    { filename: file('packages/core/src/engine.ts'), code: "import { x } from './errors.js';" },
+    { filename: file('packages/core/src/services/a.ts'), code: "import { x } from '../errors.js';" },
+    { filename: file('packages/testing/src/index.ts'), code: "import { createEngine } from '@ferry/core';" },
+    { filename: file('plugins/postgres/src/index.ts'), code: "import { defineConnector } from '@ferry/core';" },
+    { filename: file('packages/express/src/index.ts'), code: "import { createHttpApi } from '@ferry/http';" },
+    { filename: file('test/storage/sqlite.test.ts'), code: "import { runStorageSuite } from '@ferry/testing';" },
+    { filename: file('examples/embedded/src/main.ts'), code: "import { createEngine } from '@ferry/core';" },
+  ],
+  invalid: [
+    { filename: file('packages/testing/src/a.ts'), code: "import { x } from '../../core/src/errors.js';", errors: [{ messageId: 'leavesPackage' }] },
+    { filename: file('plugins/s3/src/a.ts'), code: "export * from '../../kafka/src/index.js';", errors: [{ messageId: 'leavesPackage' }] },
+    { filename: file('test/a.test.ts'), code: "import { x } from '@ferry/core/src/errors.js';", errors: [{ messageId: 'deepImport' }] },
+    { filename: file('packages/http/src/a.ts'), code: "import { x } from '@ferry/core/dist/index.js';", errors: [{ messageId: 'deepImport' }] },
+    { filename: file('packages/core/src/a.ts'), code: "import { VirtualClock } from '@ferry/testing';", errors: [{ messageId: 'layer' }] },
+    { filename: file('plugins/kafka/src/a.ts'), code: "import { createHttpApi } from '@ferry/http';", errors: [{ messageId: 'layer' }] },
+    { filename: file('packages/http/src/a.ts'), code: "const m = await import('@ferry/express');", errors: [{ messageId: 'layer' }] },
+  ],
+});
