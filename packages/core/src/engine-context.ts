@@ -46,15 +46,14 @@ export async function transact<T>(ctx: EngineContext, fn: (repos: Repositories, 
   ctx.assertRunning();
   const recorded: PlatformEvent[] = [];
   const result = await ctx.storage.transaction(async (repos) => {
-    const pending: Promise<void>[] = [];
     const emit: Emit = (workspaceId, type, data) => {
       const event: PlatformEvent = { id: ctx.ids.create('event'), type, occurred_at: new Date(ctx.clock.now()).toISOString(), data, workspace_id: workspaceId };
       recorded.push(event);
-      pending.push(repos.outbox.append(event));
       return event;
     };
     const value = await fn(repos, emit);
-    await Promise.all(pending);
+    // Written last, still inside the transaction: they commit or roll back with their cause.
+    await repos.outbox.appendMany(recorded);
     return value;
   });
   ctx.bus.publish(recorded);

@@ -18,7 +18,7 @@ export const BLOCKED_RANGES: BlockList = (() => {
     list.addSubnet(`::ffff:${net}`, 96 + prefix, 'ipv6');
   }
   const v6: Array<[string, number]> = [
-    ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+    ['::', 96], ['::1', 128], ['64:ff9b::', 96], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
   ];
   for (const [net, prefix] of v6) list.addSubnet(net, prefix, 'ipv6');
   return list;

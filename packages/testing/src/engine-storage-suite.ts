@@ -237,7 +237,7 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
       const src = await source();
       const dst = await destination();
       const p = await engine.pipelines.create('acme', { name: 'p', source_connector_id: src.id, destination_connector_id: dst.id });
-      // Provoke a failure after the event was recorded inside the transaction: the unique name.
+      // Changes that fail (here on the unique name, inside their transaction) record no event.
       await engine.pipelines.create('acme', { name: 'q', source_connector_id: src.id, destination_connector_id: dst.id });
       const before = (await engine.storage.repos.outbox.listForWorkspace('acme')).length;
       await expectError(engine.pipelines.update('acme', p.id, { name: 'q' }), 'name_taken');

@@ -3,24 +3,15 @@ import { keysetPage, type KeysetResult } from '../keyset.js';
 import { LeasedQueue } from '../leases.js';
 import { affected, fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
 import type { Dialect } from '../storage-config.js';
-import type { EventStatus } from '../../domain.js';
+import type { EventRecord, EventStatus } from '../../domain.js';
 import type { JsonObject } from '../../plugin/types.js';
 
-/** Row of `events`: the per-pipeline event log. */
-export interface EventRow {
-  id: string;
+/** Row of `events`, the per-pipeline event log: the public record plus bookkeeping. */
+export type EventRow = EventRecord & {
   workspace_id: string;
-  pipeline_id: string;
-  type: string;
-  occurred_at: string;
-  payload: JsonObject;
-  status: EventStatus;
-  attempts: number;
-  error: { stage: string; code: string; message: string } | null;
-  dead_lettered_at: string | null;
   created_at: string;
   updated_at: string;
-}
+};
 
 /** Row of `dead_letters`: the event as it entered the stage that failed, to replay from there. */
 export interface DeadLetterRow {

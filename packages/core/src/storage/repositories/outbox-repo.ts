@@ -26,7 +26,13 @@ export class OutboxRepo {
   constructor(private readonly db: Db) {}
 
   async append(event: PlatformEvent): Promise<void> {
-    await this.db('platform_events').insert({ ...event, data: toJson(event.data) });
+    await this.appendMany([event]);
+  }
+
+  /** Appends events in the given order (their sequence numbers follow it). */
+  async appendMany(events: readonly PlatformEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.db('platform_events').insert(events.map((event) => ({ ...event, data: toJson(event.data) })));
   }
 
   async get(id: string): Promise<OutboxRow | null> {

@@ -1,26 +1,16 @@
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { affected, fromJson, toJson, type Db } from '../sql-helpers.js';
-import type { PipelineState, TransformStep } from '../../domain.js';
+import type { Pipeline, PipelineState, TransformStep } from '../../domain.js';
 
-/** Row of `pipelines`. */
-export interface PipelineRow {
-  id: string;
+/** Row of `pipelines`: the public record (without `last_run`) plus what only the engine sees. */
+export type PipelineRow = Omit<Pipeline, 'last_run'> & {
   workspace_id: string;
-  name: string;
-  source_connector_id: string;
-  destination_connector_id: string;
-  transforms: TransformStep[];
-  schedule: string | null;
-  state: PipelineState;
-  batch_size: number;
-  flush_interval_ms: number;
-  max_attempts: number;
+  /** Per-pipeline salt of the `mask` step's hashes. */
   salt: string;
+  /** The last cron tick the scheduler handled. */
   last_tick_at: string | null;
-  created_at: string;
-  updated_at: string;
   deleted_at: string | null;
-}
+};
 
 const map = (row: Record<string, unknown>): PipelineRow => ({
   ...(row as unknown as PipelineRow),

@@ -2,28 +2,15 @@ import { keysetPage, type KeysetResult } from '../keyset.js';
 import { LeasedQueue } from '../leases.js';
 import { affected, fromJson, toInt, type Db } from '../sql-helpers.js';
 import type { Dialect } from '../storage-config.js';
-import type { RunStatus } from '../../domain.js';
+import type { Run } from '../../domain.js';
 
-/** Row of `runs`. */
-export interface RunRow {
-  id: string;
+/** Row of `runs`: the public record plus its workspace and queue lease. */
+export type RunRow = Run & {
   workspace_id: string;
-  pipeline_id: string;
-  trigger: 'schedule' | 'manual' | 'stream';
-  scheduled_for: string | null;
-  status: RunStatus;
-  started_at: string | null;
-  finished_at: string | null;
-  events_read: number;
-  events_written: number;
-  events_filtered: number;
-  events_dead_lettered: number;
-  error: string | null;
   lease_token: string | null;
   lease_holder: string | null;
   lease_expires_at: string | null;
-  created_at: string;
-}
+};
 
 /** The fields a caller provides when a run is recorded; counters and lease start empty. */
 export type NewRun = Pick<RunRow, 'id' | 'workspace_id' | 'pipeline_id' | 'trigger' | 'scheduled_for' | 'status' | 'created_at'> &
