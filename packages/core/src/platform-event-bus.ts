@@ -20,14 +20,17 @@ export class PlatformEventBus {
 
   private readonly wrappers = new WeakMap<object, (event: PlatformEvent) => void>();
 
+  /** Adds a listener for one type, or `*` for all. */
   on<T extends PlatformEventType>(type: T | '*', listener: PlatformEventListener<T>): void {
     this.emitter.on(type, this.wrap(listener));
   }
 
+  /** Adds a listener for the next event only. */
   once<T extends PlatformEventType>(type: T | '*', listener: PlatformEventListener<T>): void {
     this.emitter.once(type, this.wrap(listener));
   }
 
+  /** Removes a listener. */
   off<T extends PlatformEventType>(type: T | '*', listener: PlatformEventListener<T>): void {
     const wrapped = this.wrappers.get(listener);
     if (wrapped) this.emitter.off(type, wrapped);

@@ -7,6 +7,9 @@ import { PLATFORM_EVENT_TYPES } from './domain.js';
  */
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const Timestamp = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?(Z|[+-]\\d{2}:\\d{2})$' });
+// In bodies a timestamp is any short string here; the service parses it and reports `format`
+// with a readable message, the same way as in query filters.
+const TimestampField = Type.String({ minLength: 1, maxLength: 64 });
 const Direction = Type.Union([Type.Literal('source'), Type.Literal('destination'), Type.Literal('bidirectional')]);
 const PlatformEventTypeSchema = Type.Union(PLATFORM_EVENT_TYPES.map((t) => Type.Literal(t)));
 const BatchSize = Type.Integer({ minimum: 1, maximum: 10_000 });
@@ -83,9 +86,9 @@ export const inputSchemas = {
     },
     { additionalProperties: false },
   ),
-  recoverDeliveries: Type.Object({ since: Timestamp, until: Type.Optional(Timestamp) }, { additionalProperties: false }),
+  recoverDeliveries: Type.Object({ since: TimestampField, until: Type.Optional(TimestampField) }, { additionalProperties: false }),
   bulkReplay: Type.Object(
-    { since: Type.Optional(Timestamp), until: Type.Optional(Timestamp), type: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) },
+    { since: Type.Optional(TimestampField), until: Type.Optional(TimestampField), type: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) },
     { additionalProperties: false },
   ),
   createApiKey: Type.Object(

@@ -2,12 +2,11 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { connect, createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { getSharedTestPostgres, startTestPostgres, type TestPostgres } from './embedded-postgres.js';
+import { getSharedTestPostgres, startTestPostgres, testPostgresDataParent, type TestPostgres } from './embedded-postgres.js';
 
 // These tests are about the embedded server: make sure a DATABASE_URL in the environment does
 // not silently turn them into external-server tests (the external mode has its own test below).
@@ -46,9 +45,9 @@ function probePort(port: number): Promise<string> {
  * postmaster.pid lock file (line 1 pid, line 4 port) in our temp directories.
  */
 async function findServerOnDisk(port: number): Promise<{ root: string; pid: number } | undefined> {
-  for (const entry of await readdir(tmpdir())) {
+  for (const entry of await readdir(testPostgresDataParent())) {
     if (!entry.startsWith('ferry-test-pg-')) continue;
-    const root = join(tmpdir(), entry);
+    const root = join(testPostgresDataParent(), entry);
     const lines = await readFile(join(root, 'data', 'postmaster.pid'), 'utf8')
       .then((text) => text.split('\n'))
       .catch(() => undefined);

@@ -46,7 +46,7 @@ export interface StartTestPostgresOptions {
  * memory-backed `/dev/shm` when it is writable (initdb and CREATE DATABASE are about twice as
  * fast there, and a test database needs no durability), else the OS temp directory.
  */
-function dataParent(): string {
+export function testPostgresDataParent(): string {
   const configured = process.env.FERRY_TEST_PG_TMPDIR;
   if (configured) return configured;
   try {
@@ -248,7 +248,7 @@ async function startEmbedded(port: number): Promise<TestPostgres> {
     if (verbose) process.stderr.write(`[test-postgres :${port}] ${text.endsWith('\n') ? text : `${text}\n`}`);
   };
 
-  const tempRoot = await mkdtemp(join(dataParent(), 'ferry-test-pg-'));
+  const tempRoot = await mkdtemp(join(testPostgresDataParent(), 'ferry-test-pg-'));
   // Registered at once, so even a process that dies while initdb runs removes the directory.
   const registry = globalRegistry();
   const live: LiveServer = { tempRoot };

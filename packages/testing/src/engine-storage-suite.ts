@@ -113,7 +113,10 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
         ]),
       );
       expect(JSON.stringify(bad)).not.toContain('sEcr3t');
-      await expectError(engine.connectors.create('acme', { type: 'vault', direction: 'bidirectional', config: { table: 't', token: 'token-that-works' } }), 'invalid_direction');
+      const direction = await expectError(engine.connectors.create('acme', { type: 'vault', direction: 'bidirectional', config: { table: 't', token: 'token-that-works' } }), 'invalid_direction');
+      expect((direction as { errors: { pointer: string }[] }).errors[0]?.pointer).toBe('/direction');
+      const placeholder = await expectError(engine.connectors.create('acme', { type: 'vault', direction: 'source', config: { table: 't', token: '********' } }), 'validation_failed');
+      expect((placeholder as { errors: { pointer: string; code: string }[] }).errors).toEqual([expect.objectContaining({ pointer: '/config/token', code: 'redacted_value' })]);
       await expectError(engine.connectors.create('acme', { type: 'nope', direction: 'source', config: {} }), 'validation_failed');
       const ro = await expectError(engine.connectors.create('acme', { type: 'hook', direction: 'bidirectional', config: {}, health: 'down' } as never), 'validation_failed');
       expect((ro as { errors: { code: string }[] }).errors[0]?.code).toBe('read_only');
@@ -132,6 +135,12 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
         'validation_failed',
       );
       expect((badStep as { errors: { pointer: string }[] }).errors[0]?.pointer).toMatch(/^\/transforms\/1\//);
+      // One answer lists every problem: the body's shape and the steps together.
+      const both = await expectError(
+        engine.pipelines.create('acme', { name: 'p', source_connector_id: src.id, destination_connector_id: dst.id, batch_size: 0, transforms: [{ type: 'explode' }] }),
+        'validation_failed',
+      );
+      expect((both as { errors: { pointer: string }[] }).errors.map((e) => e.pointer).sort()).toEqual(['/batch_size', '/transforms/0/type']);
       expect(await engine.storage.repos.outbox.listForWorkspace('acme')).toEqual([]);
 
       const p = await engine.pipelines.create('acme', { name: 'orders', source_connector_id: src.id, destination_connector_id: dst.id, schedule: '*/5 * * * *' });

@@ -193,3 +193,11 @@ describe('secretStrings and scrub', () => {
     expect(scrub('a.b.c and abbc', ['a.b'])).toBe('********.c and abbc');
   });
 });
+
+describe('secrets inside collections', () => {
+  it('refuses a schema with a Secret() inside an array or a record, which could not be sealed', () => {
+    expect(() => secretPaths(Type.Object({ tokens: Type.Array(Secret(Type.String())) }))).toThrow(/inside an array or record/);
+    expect(() => secretPaths(Type.Object({ keys: Type.Record(Type.String(), Type.Object({ key: Secret(Type.String()) })) }))).toThrow(/inside an array or record/);
+    expect(secretPaths(Type.Object({ hosts: Type.Array(Type.String()), auth: Type.Object({ key: Secret(Type.String()) }) }))).toEqual([['auth', 'key']]);
+  });
+});

@@ -1,4 +1,5 @@
 import { Kind, type TSchema } from '@sinclair/typebox';
+import { FerryError } from '../errors.js';
 import type { JsonObject, JsonValue } from './types.js';
 import { isSecretSchema, REDACTED } from './secret.js';
 
@@ -7,7 +8,9 @@ export type ConfigPath = readonly string[];
 
 /**
  * Every path the schema marks secret: object properties are walked recursively, and the object
- * members of unions too (a config may be one of several shapes).
+ * members of unions too (a config may be one of several shapes). A secret inside an array or a
+ * record has no fixed path to seal and redact, so such a schema is refused outright rather than
+ * letting the value through in clear.
  */
 export function secretPaths(schema: TSchema, base: ConfigPath = []): ConfigPath[] {
   if (isSecretSchema(schema)) return [base];
@@ -16,12 +19,32 @@ export function secretPaths(schema: TSchema, base: ConfigPath = []): ConfigPath[
   if (s[Kind] === 'Object' && s.properties) {
     for (const [key, child] of Object.entries(s.properties)) out.push(...secretPaths(child, [...base, key]));
   }
+  for (const nested of collectionMembers(s)) {
+    if (containsSecret(nested)) {
+      throw new FerryError('configuration_invalid', `A Secret() field at ${base.join('.') || 'the config root'} sits inside an array or record; secret fields must be object properties.`);
+    }
+  }
   if (s.anyOf) {
     for (const member of s.anyOf) {
       for (const path of secretPaths(member, base)) if (!out.some((p) => p.join('\0') === path.join('\0'))) out.push(path);
     }
   }
   return out;
+}
+
+function collectionMembers(schema: TSchema): TSchema[] {
+  const s = schema as TSchema & { items?: TSchema | TSchema[]; patternProperties?: Record<string, TSchema>; additionalProperties?: unknown };
+  const out: TSchema[] = [];
+  if (s.items) out.push(...(Array.isArray(s.items) ? s.items : [s.items]));
+  if (s.patternProperties) out.push(...Object.values(s.patternProperties));
+  if (s.additionalProperties && typeof s.additionalProperties === 'object') out.push(s.additionalProperties as TSchema);
+  return out;
+}
+
+function containsSecret(schema: TSchema): boolean {
+  if (isSecretSchema(schema)) return true;
+  const s = schema as TSchema & { properties?: Record<string, TSchema>; anyOf?: TSchema[]; allOf?: TSchema[] };
+  return [...Object.values(s.properties ?? {}), ...(s.anyOf ?? []), ...(s.allOf ?? []), ...collectionMembers(s)].some(containsSecret);
 }
 
 function getAt(obj: JsonObject, path: ConfigPath): JsonValue | undefined {

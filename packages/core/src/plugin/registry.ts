@@ -32,18 +32,22 @@ export class PluginRegistry {
     }
   }
 
+  /** The connector type registered under `type`. */
   connector(type: string): RegisteredConnector | undefined {
     return this.connectors.get(type);
   }
 
+  /** Registered connector type names, sorted. */
   connectorTypes(): string[] {
     return [...this.connectors.keys()].sort();
   }
 
+  /** The transform step type registered under `type`. */
   transform(type: string): AnyTransformDefinition | undefined {
     return this.transforms.get(type);
   }
 
+  /** Registered step type names, sorted. */
   transformTypes(): string[] {
     return [...this.transforms.keys()].sort();
   }

@@ -101,6 +101,7 @@ export class ApiKeysService {
     return { api_key_id: row.id, workspace_id: row.workspace_id, scopes: row.scopes, rate_limit: row.rate_limit };
   }
 
+  /** One key of the workspace (never its secret). */
   async get(workspaceId: string, id: string): Promise<ApiKey> {
     const row = await reader(this.ctx).apiKeys.get(workspaceId, id);
     if (!row) throw notFound('api key', id);

@@ -5,6 +5,7 @@ import { FerryError, notFound, validationError } from '../errors.js';
 import { paginate } from '../pagination.js';
 import { joinSecrets, mergeConfig, scrub, secretStrings, splitSecrets, type SplitConfig } from '../plugin/config-secrets.js';
 import type { RegisteredConnector } from '../plugin/registry.js';
+import { REDACTED } from '../plugin/secret.js';
 import { inputSchemas, readOnlyFields } from '../schemas.js';
 import type { ConnectorRow } from '../storage/repositories/connectors-repo.js';
 import { assertSchema, schemaErrors } from '../validation.js';
@@ -36,12 +37,15 @@ export class ConnectorsService {
     assertSchema(inputSchemas.createConnector, input, { readOnly: readOnlyFields.connector });
     const plugin = this.plugin(input.type, '/type');
     if (!plugin.definition.directions.includes(input.direction)) {
-      throw new FerryError(
-        'invalid_direction',
-        `A ${input.type} connector cannot be ${input.direction}; it supports ${plugin.definition.directions.join(', ')}.`,
-      );
+      const detail = `A ${input.type} connector cannot be ${input.direction}; it supports ${plugin.definition.directions.join(', ')}.`;
+      throw new FerryError('invalid_direction', detail, { errors: [{ pointer: '/direction', code: 'invalid_direction', detail }] });
     }
     this.validateConfig(plugin, input.config);
+    // "********" is what responses show in place of a secret; as a new value it is a mistake.
+    const placeholders = splitSecrets(input.config, plugin.secretPaths).secrets.filter((s) => s.value === REDACTED);
+    if (placeholders.length > 0) {
+      throw validationError(placeholders.map((s) => ({ pointer: `/config/${s.path.join('/')}`, code: 'redacted_value', detail: 'This is the redacted placeholder, not a value; send the secret itself.' })));
+    }
     const id = this.ctx.ids.create('connector');
     const now = nowIso(this.ctx);
     const split = splitSecrets(input.config, plugin.secretPaths);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { CreatePipelineInput, Page, PageParams, Pipeline, PipelineState, Run, TransformStep, UpdatePipelineInput } from '../domain.js';
+import type { CreatePipelineInput, Page, PageParams, Pipeline, PipelineState, Run, UpdatePipelineInput } from '../domain.js';
 import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../engine-context.js';
 import { FerryError, notFound, validationError, type FieldError } from '../errors.js';
 import { paginate } from '../pagination.js';
@@ -9,7 +9,8 @@ import type { Repositories } from '../storage/ferry-storage.js';
 import { isUniqueViolation } from '../storage/sql-helpers.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
 import type { RunRow } from '../storage/repositories/runs-repo.js';
-import { assertSchema, schemaErrors } from '../validation.js';
+import { schemaErrors } from '../validation.js';
+import type { TSchema } from '@sinclair/typebox';
 
 /** The result of deleting a pipeline: gone at once, or `deleting` until in-flight runs finish. */
 export type DeletePipelineResult = { status: 'deleted' } | { status: 'deleting'; pipeline: Pipeline };
@@ -45,9 +46,8 @@ export class PipelinesService {
   /** Creates a pipeline in `draft` (or `active` with `activate: true`). */
   async create(workspaceId: string, input: CreatePipelineInput): Promise<Pipeline> {
     assertWorkspaceId(workspaceId);
-    assertSchema(inputSchemas.createPipeline, input, { readOnly: readOnlyFields.pipeline });
+    this.assertInput(inputSchemas.createPipeline, input, readOnlyFields.pipeline);
     const transforms = input.transforms ?? [];
-    this.assertTransforms(transforms);
     if (input.schedule !== undefined && input.schedule !== null) assertSchedule(input.schedule);
     const now = nowIso(this.ctx);
     const defaults = this.ctx.settings.pipelineDefaults;
@@ -113,10 +113,7 @@ export class PipelinesService {
    * next batch. `schedule: null` makes the pipeline streaming.
    */
   async update(workspaceId: string, id: string, input: UpdatePipelineInput): Promise<Pipeline> {
-    assertSchema(inputSchemas.updatePipeline, input, {
-      readOnly: [...readOnlyFields.pipeline, 'source_connector_id', 'destination_connector_id', 'activate'],
-    });
-    if (input.transforms !== undefined) this.assertTransforms(input.transforms);
+    this.assertInput(inputSchemas.updatePipeline, input, [...readOnlyFields.pipeline, 'source_connector_id', 'destination_connector_id', 'activate']);
     if (input.schedule !== undefined && input.schedule !== null) assertSchedule(input.schedule);
     await transact(this.ctx, async (repos) => {
       const row = await repos.pipelines.get(workspaceId, id);
@@ -239,12 +236,27 @@ export class PipelinesService {
     if (wrong.length > 0) throw new FerryError('invalid_direction', 'A connector cannot be used in that direction.', { errors: wrong });
   }
 
-  /** Validates every step against its type's schema; pointers carry the step index. */
-  private assertTransforms(steps: readonly TransformStep[]): void {
+  /**
+   * Validates the body's shape and every transform step together, so one answer lists every
+   * field problem (steps against their type's schema, pointers carrying the step index).
+   */
+  private assertInput(schema: TSchema, input: unknown, readOnly: readonly string[]): void {
+    const errors = schemaErrors(schema, input, { readOnly });
+    const steps = (input as { transforms?: unknown } | null)?.transforms;
+    if (Array.isArray(steps)) {
+      const seen = new Set(errors.map((e) => e.pointer));
+      errors.push(...this.transformErrors(steps).filter((e) => !seen.has(e.pointer)));
+    }
+    if (errors.length > 0) throw validationError(errors);
+  }
+
+  private transformErrors(steps: readonly unknown[]): FieldError[] {
     const errors: FieldError[] = [];
     steps.forEach((step, index) => {
       const prefix = `/transforms/${index}`;
-      const definition = this.ctx.registry.transform(step.type);
+      const type = (step as { type?: unknown } | null)?.type;
+      if (typeof type !== 'string') return; // the body schema reports it
+      const definition = this.ctx.registry.transform(type);
       if (!definition) {
         errors.push({ pointer: `${prefix}/type`, code: 'enum', detail: `Unknown step type; known: ${this.ctx.registry.transformTypes().join(', ')}.` });
         return;
@@ -255,7 +267,7 @@ export class PipelinesService {
       }
       errors.push(...found);
     });
-    if (errors.length > 0) throw validationError(errors, 'A transform step is not valid.');
+    return errors;
   }
 
   private async insertUnique(repos: Repositories, row: PipelineRow): Promise<void> {

@@ -73,10 +73,12 @@ export class WebhooksService {
     return { ...present(row), secret };
   }
 
+  /** One subscription, without its secret. */
   async get(workspaceId: string, id: string): Promise<WebhookSubscription> {
     return present(await this.row(workspaceId, id));
   }
 
+  /** Subscriptions of the workspace, oldest first. */
   async list(workspaceId: string, params: PageParams = {}): Promise<Page<WebhookSubscription>> {
     const repos = reader(this.ctx);
     return paginate(
@@ -104,6 +106,7 @@ export class WebhooksService {
     return [this.ctx.box.open(row.secret, aad(workspaceId, id)), ...this.previous(row).filter((p) => p.expires_at > now).map((p) => p.secret)];
   }
 
+  /** Updates url, events, enabled or description; the url is checked again. */
   async update(workspaceId: string, id: string, input: UpdateWebhookInput): Promise<WebhookSubscription> {
     this.assertInput(inputSchemas.updateWebhook, input, ['secret']);
     if (input.url !== undefined) assertUrlAllowed(input.url, this.ctx.settings.outboundAllow);

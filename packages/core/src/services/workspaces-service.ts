@@ -15,12 +15,14 @@ export class WorkspacesService {
     return transact(this.ctx, (repos) => repos.workspaces.ensure(id, nowIso(this.ctx)));
   }
 
+  /** One workspace (`not_found` if it was never used). */
   async get(id: string): Promise<Workspace> {
     const row = await reader(this.ctx).workspaces.get(id);
     if (!row) throw notFound('workspace', id);
     return row;
   }
 
+  /** Every workspace, by id. */
   async list(): Promise<Workspace[]> {
     return reader(this.ctx).workspaces.list();
   }

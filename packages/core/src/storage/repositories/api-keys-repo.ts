@@ -26,6 +26,7 @@ const map = (row: Record<string, unknown>): ApiKeyRow => ({
 export class ApiKeysRepo {
   constructor(private readonly db: Db) {}
 
+  /** Stores a new key. */
   async insert(row: ApiKeyRow): Promise<void> {
     await this.db('api_keys').insert({ ...row, scopes: toJson(row.scopes), rate_limit: row.rate_limit ? toJson(row.rate_limit) : null });
   }
@@ -36,11 +37,13 @@ export class ApiKeysRepo {
     return row ? map(row) : null;
   }
 
+  /** A key of the workspace by its resource id. */
   async get(workspaceId: string, id: string): Promise<ApiKeyRow | null> {
     const row = await this.db('api_keys').where({ workspace_id: workspaceId, id }).first();
     return row ? map(row) : null;
   }
 
+  /** Keys of a workspace by id. */
   async list(workspaceId: string, after: readonly string[] | undefined, limit: number): Promise<KeysetResult<ApiKeyRow>> {
     const page = await keysetPage<Record<string, unknown>>(this.db('api_keys').where({ workspace_id: workspaceId }), ['id'], after, limit);
     return { rows: page.rows.map(map), hasMore: page.hasMore };
@@ -51,6 +54,7 @@ export class ApiKeysRepo {
     return affected(await this.db('api_keys').where({ workspace_id: workspaceId, id }).whereNull('revoked_at').update({ revoked_at: now })) === 1;
   }
 
+  /** Records when the key was last used. */
   async touch(id: string, now: string): Promise<void> {
     await this.db('api_keys').where({ id }).update({ last_used_at: now });
   }

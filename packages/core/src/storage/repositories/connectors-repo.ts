@@ -37,15 +37,18 @@ const serialize = (patch: Partial<ConnectorRow>): Record<string, unknown> => {
 export class ConnectorsRepo {
   constructor(private readonly db: Db) {}
 
+  /** Stores a new connector. */
   async insert(row: ConnectorRow): Promise<void> {
     await this.db('connectors').insert(serialize(row));
   }
 
+  /** A connector of the workspace; null for an unknown id or another workspace's. */
   async get(workspaceId: string, id: string): Promise<ConnectorRow | null> {
     const row = await this.db('connectors').where({ workspace_id: workspaceId, id }).first();
     return row ? map(row) : null;
   }
 
+  /** Connectors of a workspace by id, optionally of one type. */
   async list(
     workspaceId: string,
     filters: { type?: string },
@@ -68,6 +71,7 @@ export class ConnectorsRepo {
     return affected(await query.update(serialize(patch))) === 1;
   }
 
+  /** Deletes a connector; false when it is not in the workspace. */
   async delete(workspaceId: string, id: string): Promise<boolean> {
     return affected(await this.db('connectors').where({ workspace_id: workspaceId, id }).delete()) === 1;
   }

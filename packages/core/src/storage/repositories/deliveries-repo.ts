@@ -60,11 +60,13 @@ export class DeliveriesRepo {
     await this.db('deliveries').insert(rows.map((r) => ({ ...r }))).onConflict(['subscription_id', 'event_id']).ignore();
   }
 
+  /** A delivery of the subscription in the workspace. */
   async get(workspaceId: string, subscriptionId: string, id: string): Promise<DeliveryRow | null> {
     const row = await this.db('deliveries').where({ workspace_id: workspaceId, subscription_id: subscriptionId, id }).first();
     return row ? map(row) : null;
   }
 
+  /** Deliveries of a subscription by id, optionally by status and creation time. */
   async list(
     workspaceId: string,
     subscriptionId: string,
@@ -98,10 +100,12 @@ export class DeliveriesRepo {
     return affected(await this.db('deliveries').where({ subscription_id: subscriptionId }).whereIn('status', ['pending', 'retrying']).delete());
   }
 
+  /** Records one HTTP attempt. */
   async insertAttempt(row: DeliveryAttemptRow): Promise<void> {
     await this.db('delivery_attempts').insert(row);
   }
 
+  /** A delivery's attempts, oldest first. */
   async attempts(deliveryId: string): Promise<DeliveryAttemptRow[]> {
     const rows = (await this.db('delivery_attempts').where({ delivery_id: deliveryId }).orderBy('id')) as DeliveryAttemptRow[];
     return rows.map((r) => ({ ...r, duration_ms: toInt(r.duration_ms), response_status: r.response_status === null ? null : toInt(r.response_status) }));

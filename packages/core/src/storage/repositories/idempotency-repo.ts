@@ -54,6 +54,7 @@ export class IdempotencyRepo {
     return { started: false, existing: stored };
   }
 
+  /** Stores the response of the request that claimed the key. */
   async complete(apiKeyId: string, key: string, response: { status: number; headers: Record<string, string>; body: string }): Promise<void> {
     await this.db('idempotency_keys')
       .where({ api_key_id: apiKeyId, key })
@@ -65,6 +66,7 @@ export class IdempotencyRepo {
     await this.db('idempotency_keys').where({ api_key_id: apiKeyId, key, status: 'processing' }).delete();
   }
 
+  /** The record under a key, if any. */
   async get(apiKeyId: string, key: string): Promise<IdempotencyRecord | null> {
     const row = await this.db('idempotency_keys').where({ api_key_id: apiKeyId, key }).first();
     return row ? map(row) : null;

@@ -25,6 +25,7 @@ const map = (row: Record<string, unknown>): OutboxRow => ({
 export class OutboxRepo {
   constructor(private readonly db: Db) {}
 
+  /** Appends one event. */
   async append(event: PlatformEvent): Promise<void> {
     await this.appendMany([event]);
   }
@@ -35,6 +36,7 @@ export class OutboxRepo {
     await this.db('platform_events').insert(events.map((event) => ({ ...event, data: toJson(event.data) })));
   }
 
+  /** One event by id. */
   async get(id: string): Promise<OutboxRow | null> {
     const row = await this.db('platform_events').where({ id }).first();
     return row ? map(row) : null;
@@ -50,6 +52,7 @@ export class OutboxRepo {
     return ((await this.db('platform_events').where('seq', '>', seq).orderBy('seq').limit(limit)) as Record<string, unknown>[]).map(map);
   }
 
+  /** Marks events as fanned out to their subscriptions. */
   async markFannedOut(ids: readonly string[], now: string): Promise<void> {
     if (ids.length > 0) await this.db('platform_events').whereIn('id', ids).whereNull('fanned_out_at').update({ fanned_out_at: now });
   }

@@ -24,10 +24,12 @@ const serialize = (patch: Partial<PipelineRow>): Record<string, unknown> =>
 export class PipelinesRepo {
   constructor(private readonly db: Db) {}
 
+  /** Stores a new pipeline (a live name taken in the workspace is a unique violation). */
   async insert(row: PipelineRow): Promise<void> {
     await this.db('pipelines').insert(serialize(row));
   }
 
+  /** A live pipeline of the workspace. */
   async get(workspaceId: string, id: string): Promise<PipelineRow | null> {
     const row = await this.db('pipelines').where({ workspace_id: workspaceId, id }).whereNull('deleted_at').first();
     return row ? map(row) : null;
@@ -39,6 +41,7 @@ export class PipelinesRepo {
     return row ? map(row) : null;
   }
 
+  /** Live pipelines of a workspace by id, optionally by state and exact name. */
   async list(
     workspaceId: string,
     filters: { state?: PipelineState; name?: string },

@@ -47,11 +47,13 @@ export class RunsRepo {
     return (await this.db('runs').where({ id }).first('id')) !== undefined;
   }
 
+  /** A run of the workspace. */
   async get(workspaceId: string, id: string): Promise<RunRow | null> {
     const row = await this.db('runs').where({ workspace_id: workspaceId, id }).first();
     return row ? map(row) : null;
   }
 
+  /** Runs of a pipeline by id (creation order). */
   async list(workspaceId: string, pipelineId: string, after: readonly string[] | undefined, limit: number): Promise<KeysetResult<RunRow>> {
     const page = await keysetPage<Record<string, unknown>>(this.db('runs').where({ workspace_id: workspaceId, pipeline_id: pipelineId }), ['id'], after, limit);
     return { rows: page.rows.map(map), hasMore: page.hasMore };
@@ -72,6 +74,7 @@ export class RunsRepo {
     return ((await this.db('runs').where({ pipeline_id: pipelineId }).whereIn('status', ['queued', 'running']).orderBy('id')) as Record<string, unknown>[]).map(map);
   }
 
+  /** Updates a run. */
   async update(id: string, patch: Partial<RunRow>): Promise<boolean> {
     return affected(await this.db('runs').where({ id }).update(patch)) === 1;
   }

@@ -31,15 +31,18 @@ const serialize = (patch: Partial<WebhookRow>): Record<string, unknown> =>
 export class WebhooksRepo {
   constructor(private readonly db: Db) {}
 
+  /** Stores a new subscription. */
   async insert(row: WebhookRow): Promise<void> {
     await this.db('webhook_subscriptions').insert(serialize(row));
   }
 
+  /** A subscription of the workspace. */
   async get(workspaceId: string, id: string): Promise<WebhookRow | null> {
     const row = await this.db('webhook_subscriptions').where({ workspace_id: workspaceId, id }).first();
     return row ? map(row) : null;
   }
 
+  /** Subscriptions of a workspace by id. */
   async list(workspaceId: string, after: readonly string[] | undefined, limit: number): Promise<KeysetResult<WebhookRow>> {
     const page = await keysetPage<Record<string, unknown>>(this.db('webhook_subscriptions').where({ workspace_id: workspaceId }), ['id'], after, limit);
     return { rows: page.rows.map(map), hasMore: page.hasMore };
@@ -51,10 +54,12 @@ export class WebhooksRepo {
     return rows.filter((row) => row.events.includes(type));
   }
 
+  /** Updates a subscription; false when it is not in the workspace. */
   async update(workspaceId: string, id: string, patch: Partial<WebhookRow>): Promise<boolean> {
     return affected(await this.db('webhook_subscriptions').where({ workspace_id: workspaceId, id }).update(serialize(patch))) === 1;
   }
 
+  /** Deletes a subscription; false when it is not in the workspace. */
   async delete(workspaceId: string, id: string): Promise<boolean> {
     return affected(await this.db('webhook_subscriptions').where({ workspace_id: workspaceId, id }).delete()) === 1;
   }

@@ -16,10 +16,12 @@ export class WorkspacesRepo {
     return (await this.get(id))!;
   }
 
+  /** A workspace by id. */
   async get(id: string): Promise<WorkspaceRow | null> {
     return ((await this.db('workspaces').where({ id }).first()) as WorkspaceRow | undefined) ?? null;
   }
 
+  /** Every workspace, by id. */
   async list(): Promise<WorkspaceRow[]> {
     return (await this.db('workspaces').orderBy('id')) as WorkspaceRow[];
   }
