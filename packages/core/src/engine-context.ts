@@ -31,7 +31,10 @@ export interface EngineContext {
   readonly settings: ServiceSettings;
   /** Identifies this engine instance as a lease holder. */
   readonly instanceId: string;
-  /** Throws `unavailable` unless the engine is started. */
+  /**
+   * Throws `unavailable` unless storage is open: the engine is running, or stopping while the
+   * calls that started before the stop finish. New calls are refused at the engine's boundary.
+   */
   assertRunning(): void;
 }
 

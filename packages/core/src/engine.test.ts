@@ -33,6 +33,29 @@ describe('engine lifecycle', () => {
     expect(await codeOf(engine.start())).toBe('unavailable');
   });
 
+  it('stop lets changes in flight commit and reach listeners, then refuses new ones', async () => {
+    const both = defineConnector({ type: 'both', version: '1.0.0', directions: ['source', 'destination'], configSchema: Type.Object({}) });
+    const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [both] });
+    await engine.start();
+    const src = await engine.connectors.create('default', { type: 'both', direction: 'source', config: {} });
+    const dst = await engine.connectors.create('default', { type: 'both', direction: 'destination', config: {} });
+    const heard: string[] = [];
+    engine.on('pipeline.created', (e) => heard.push(String(e.data.pipeline_id)));
+    // The create's transaction is under way when stop is called.
+    const first = await engine.pipelines.create('default', { name: 'first', source_connector_id: src.id, destination_connector_id: dst.id });
+    const creating = engine.pipelines.create('default', { name: 'p', source_connector_id: src.id, destination_connector_id: dst.id });
+    // An update writes, then reads the pipeline back: both halves finish.
+    const renaming = engine.pipelines.update('default', first.id, { name: 'renamed' });
+    const stopping = engine.stop();
+    expect(engine.state).toBe('stopping');
+    expect(await codeOf(engine.pipelines.list('default'))).toBe('unavailable');
+    const created = await creating;
+    expect((await renaming).name).toBe('renamed');
+    await stopping;
+    expect(engine.state).toBe('stopped');
+    expect(heard).toEqual([first.id, created.id]);
+  });
+
   it('requires a secret key unless the storage is in memory', async () => {
     expect(await codeOf(() => createEngine({ storage: sqlite({ filename: '/tmp/never-created.db' }) }))).toBe('configuration_invalid');
     expect(await codeOf(() => createEngine({ storage: postgres({ connectionString: 'postgres://u:p@127.0.0.1:1/db' }) }))).toBe('configuration_invalid');

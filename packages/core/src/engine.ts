@@ -82,6 +82,8 @@ export class Engine {
   readonly logger: Logger;
 
   private lifecycle: EngineState = 'created';
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private stopping: Promise<void> | undefined;
   private readonly bus: PlatformEventBus;
   private readonly container: DependencyContainer;
 
@@ -113,18 +115,45 @@ export class Engine {
         pipelineDefaults: { batch_size: 500, flush_interval_ms: 1000, max_attempts: 3, ...options.pipelineDefaults },
       },
       assertRunning: () => {
-        if (this.lifecycle !== 'running') {
+        if (this.lifecycle !== 'running' && this.lifecycle !== 'stopping') {
           throw new FerryError('unavailable', this.lifecycle === 'created' ? 'The engine is not started.' : 'The engine is shutting down.', { retryAfterSeconds: 5 });
         }
       },
     };
     this.container = createEngineContainer(context);
-    this.connectors = this.container.resolve(ConnectorsService);
-    this.pipelines = this.container.resolve(PipelinesService);
-    this.events = this.container.resolve(EventsService);
-    this.webhooks = this.container.resolve(WebhooksService);
-    this.apiKeys = this.container.resolve(ApiKeysService);
-    this.workspaces = this.container.resolve(WorkspacesService);
+    this.connectors = this.guard(this.container.resolve(ConnectorsService));
+    this.pipelines = this.guard(this.container.resolve(PipelinesService));
+    this.events = this.guard(this.container.resolve(EventsService));
+    this.webhooks = this.guard(this.container.resolve(WebhooksService));
+    this.apiKeys = this.guard(this.container.resolve(ApiKeysService));
+    this.workspaces = this.guard(this.container.resolve(WorkspacesService));
+  }
+
+  /**
+   * The engine's boundary around a service: a call is refused unless the engine is running, and
+   * an accepted call is tracked until it settles, so `stop()` lets it finish (its writes commit,
+   * its events reach listeners, its trailing reads answer) before storage closes.
+   */
+  private guard<T extends object>(service: T): T {
+    return new Proxy(service, {
+      get: (target, property, receiver) => {
+        const value = Reflect.get(target, property, receiver);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (this.lifecycle !== 'running') {
+            const why = this.lifecycle === 'created' || this.lifecycle === 'starting' ? 'The engine is not started.' : 'The engine is shutting down.';
+            return Promise.reject(new FerryError('unavailable', why, { retryAfterSeconds: 5 }));
+          }
+          const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+          if (result instanceof Promise) {
+            this.inFlight.add(result);
+            const forget = () => this.inFlight.delete(result);
+            result.then(forget, forget);
+          }
+          return result;
+        };
+      },
+    });
   }
 
   /** Current lifecycle state. */
@@ -147,10 +176,18 @@ export class Engine {
     this.logger.info({ storage: this.storage.description, instance_id: this.instanceId }, 'ferry engine started');
   }
 
-  /** Stops gracefully: refuses new work, lets in-flight work finish, closes storage. Idempotent. */
+  /**
+   * Stops gracefully: refuses new work, lets the changes in flight commit (and their events
+   * reach listeners), then closes storage. Idempotent; concurrent calls wait for the same stop.
+   */
   async stop(): Promise<void> {
-    if (this.lifecycle === 'stopped' || this.lifecycle === 'stopping') return;
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  private async shutdown(): Promise<void> {
     this.lifecycle = 'stopping';
+    await Promise.allSettled([...this.inFlight]);
     this.bus.close();
     this.container.clearInstances();
     await this.storage.close();

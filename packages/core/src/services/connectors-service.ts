@@ -103,10 +103,11 @@ export class ConnectorsService {
    */
   async update(workspaceId: string, id: string, input: UpdateConnectorInput): Promise<Connector> {
     assertSchema(inputSchemas.updateConnector, input, { readOnly: [...readOnlyFields.connector, 'type', 'direction'] });
-    const current = await this.open(workspaceId, id);
     const patch: Partial<ConnectorRow> = { updated_at: nowIso(this.ctx) };
     if (input.name !== undefined) patch.name = input.name;
     if (input.config !== undefined) {
+      // Secrets are decrypted only when the config changes: a rename works even without the key.
+      const current = await this.open(workspaceId, id);
       const stored = this.storedConfig(current);
       const merged = mergeConfig(stored, input.config, current.plugin.secretPaths);
       this.validateConfig(current.plugin, merged);
