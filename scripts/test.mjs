@@ -4,14 +4,26 @@
 // to be installed by hand: `npm ci` brings the Postgres binaries, and the tests start their own
 // server (or use DATABASE_URL when it is set).
 import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 
 const env = { ...process.env, TURBO_TELEMETRY_DISABLED: '1', TURBO_NO_UPDATE_NOTIFIER: '1', DO_NOT_TRACK: '1' };
 const extra = process.argv.slice(2);
+const RESULTS = '.tmp/vitest-results.json';
+rmSync(RESULTS, { force: true });
+
+// One plain closing line, whatever happened: "tests: N passed, N failed".
+function summary() {
+  if (!existsSync(RESULTS)) return;
+  const r = JSON.parse(readFileSync(RESULTS, 'utf8'));
+  const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
+  console.log(`tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed${skipped ? `, ${skipped} skipped` : ''}`);
+}
 const steps = [
   ['lint', ['npx', 'eslint', '.', '--max-warnings=0']],
   ['typecheck', ['npx', 'turbo', 'run', 'typecheck', '--output-logs=errors-only']],
+  ['typecheck (tests, benchmarks, tools)', ['npx', 'tsc', '-p', 'tsconfig.json']],
   ['build', ['npx', 'turbo', 'run', 'build', '--output-logs=errors-only']],
-  ['tests', ['npx', 'vitest', 'run', ...extra]],
+  ['tests', ['npx', 'vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${RESULTS}`, ...extra]],
 ];
 
 for (const [name, [cmd, ...args]] of steps) {
@@ -21,7 +33,9 @@ for (const [name, [cmd, ...args]] of steps) {
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   if (result.status !== 0) {
     console.error(`\n== ${name} FAILED after ${seconds}s (exit ${result.status ?? result.signal})`);
+    summary();
     process.exit(result.status ?? 1);
   }
   console.log(`== ${name} passed in ${seconds}s`);
 }
+summary();

@@ -4,10 +4,8 @@ import tseslint from 'typescript-eslint';
 import { afterAll, describe, it } from 'vitest';
 import plugin from './package-boundaries.js';
 
-RuleTester.afterAll = afterAll;
-RuleTester.describe = describe;
-RuleTester.it = it;
-RuleTester.itOnly = it.only;
+// RuleTester looks for mocha-style globals; hand it vitest's (its typings omit these hooks).
+Object.assign(RuleTester, { afterAll, describe, it, itOnly: it.only });
 
 const tester = new RuleTester({ languageOptions: { parser: tseslint.parser as never, ecmaVersion: 2022, sourceType: 'module' } });
 const file = (rel: string) => path.join(process.cwd(), rel);

@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Clock } from './clock.js';
 import { isFerryError } from './errors.js';
@@ -269,5 +270,28 @@ describe('paginate', () => {
     const otherScope = codec.encode(['a'], { ...scope, workspaceId: 'ws_other' });
     await expect(paginate(codec, { cursor: otherScope }, spec(), fetch, (rs) => rs)).rejects.toMatchObject({ code: 'invalid_cursor' });
     expect(calls).toEqual([]);
+  });
+});
+
+describe('CursorCodec properties', () => {
+  it('any change to a valid cursor is rejected, and nothing else decodes', () => {
+    const codec = new CursorCodec(KEY, fakeClock());
+    fc.assert(
+      fc.property(fc.array(fc.string({ maxLength: 30 }), { minLength: 1, maxLength: 3 }), fc.nat(), fc.string({ minLength: 1, maxLength: 1 }), (position, at, replacement) => {
+        const cursor = codec.encode(position, scope);
+        expect(codec.decode(cursor, scope)).toEqual(position);
+        const index = at % cursor.length;
+        fc.pre(cursor[index] !== replacement);
+        const tampered = cursor.slice(0, index) + replacement + cursor.slice(index + 1);
+        expectInvalidCursor(() => codec.decode(tampered, scope));
+      }),
+      { numRuns: 2000 },
+    );
+    fc.assert(
+      fc.property(fc.string({ maxLength: 300 }), (garbage) => {
+        expectInvalidCursor(() => codec.decode(garbage, scope));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

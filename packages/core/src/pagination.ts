@@ -73,8 +73,10 @@ export class CursorCodec {
     const dot = cursor.indexOf('.');
     if (dot <= 0 || cursor.length > 2048) throw invalid('malformed');
     const body = cursor.slice(0, dot);
-    const given = Buffer.from(cursor.slice(dot + 1), 'base64url');
-    const expected = Buffer.from(this.mac(body), 'base64url');
+    // Compare the MAC as text, not decoded: base64url decoding skips stray characters and
+    // ignores the last character's spare bits, so two different strings can decode alike.
+    const given = Buffer.from(cursor.slice(dot + 1), 'utf8');
+    const expected = Buffer.from(this.mac(body), 'utf8');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalid('signature mismatch');
     let parsed: unknown;
     try {
