@@ -1,3 +1,4 @@
+import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { Clock } from './clock.js';
 import type { SecretBox } from './crypto/secret-box.js';
 import type { PlatformEvent, PlatformEventType } from './domain.js';
@@ -31,6 +32,8 @@ export interface EngineContext {
   readonly settings: ServiceSettings;
   /** Identifies this engine instance as a lease holder. */
   readonly instanceId: string;
+  /** The transaction the current async flow runs in, if any (see {@link transact}). */
+  readonly currentTransaction: AsyncLocalStorage<{ repos: Repositories; emit: Emit }>;
   /**
    * Throws `unavailable` unless storage is open: the engine is running, or stopping while the
    * calls that started before the stop finish. New calls are refused at the engine's boundary.
@@ -44,29 +47,37 @@ export type Emit = (workspaceId: string, type: PlatformEventType, data: JsonObje
 /**
  * Runs a state change and the platform events it causes in one transaction (the outbox rule:
  * an event exists if and only if its cause committed), then publishes them in process.
+ *
+ * Called while a transaction is already open in the same async flow (a runtime batch that
+ * records a connector's health, say), it joins that transaction instead of opening another:
+ * on SQLite's single connection a second one would wait forever for the first.
  */
 export async function transact<T>(ctx: EngineContext, fn: (repos: Repositories, emit: Emit) => Promise<T>): Promise<T> {
   ctx.assertRunning();
+  const outer = ctx.currentTransaction.getStore();
+  if (outer) return fn(outer.repos, outer.emit);
   const recorded: PlatformEvent[] = [];
-  const result = await ctx.storage.transaction(async (repos) => {
-    const emit: Emit = (workspaceId, type, data) => {
-      const event: PlatformEvent = { id: ctx.ids.create('event'), type, occurred_at: new Date(ctx.clock.now()).toISOString(), data, workspace_id: workspaceId };
-      recorded.push(event);
-      return event;
-    };
-    const value = await fn(repos, emit);
-    // Written last, still inside the transaction: they commit or roll back with their cause.
-    await repos.outbox.appendMany(recorded);
-    return value;
-  });
+  const emit: Emit = (workspaceId, type, data) => {
+    const event: PlatformEvent = { id: ctx.ids.create('event'), type, occurred_at: new Date(ctx.clock.now()).toISOString(), data, workspace_id: workspaceId };
+    recorded.push(event);
+    return event;
+  };
+  const result = await ctx.storage.transaction((repos) =>
+    ctx.currentTransaction.run({ repos, emit }, async () => {
+      const value = await fn(repos, emit);
+      // Written last, still inside the transaction: they commit or roll back with their cause.
+      await repos.outbox.appendMany(recorded);
+      return value;
+    }),
+  );
   ctx.bus.publish(recorded);
   return result;
 }
 
-/** Repositories outside a transaction, for reads. */
+/** Repositories for reads: those of the transaction in progress in this flow, if any. */
 export function reader(ctx: EngineContext): Repositories {
   ctx.assertRunning();
-  return ctx.storage.repos;
+  return ctx.currentTransaction.getStore()?.repos ?? ctx.storage.repos;
 }
 
 /** The engine's time as ISO 8601. */

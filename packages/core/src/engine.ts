@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Observable } from 'rxjs';
 import type { DependencyContainer } from 'tsyringe';
@@ -110,6 +111,7 @@ export class Engine {
       registry,
       bus: this.bus,
       instanceId: this.instanceId,
+      currentTransaction: new AsyncLocalStorage(),
       settings: {
         outboundAllow: options.outboundAllow ?? [],
         pipelineDefaults: { batch_size: 500, flush_interval_ms: 1000, max_attempts: 3, ...options.pipelineDefaults },
@@ -139,10 +141,14 @@ export class Engine {
       get: (target, property, receiver) => {
         const value = Reflect.get(target, property, receiver);
         if (typeof value !== 'function') return value;
+        const isAsync = value.constructor.name === 'AsyncFunction';
         return (...args: unknown[]) => {
           if (this.lifecycle !== 'running') {
             const why = this.lifecycle === 'created' || this.lifecycle === 'starting' ? 'The engine is not started.' : 'The engine is shutting down.';
-            return Promise.reject(new FerryError('unavailable', why, { retryAfterSeconds: 5 }));
+            const error = new FerryError('unavailable', why, { retryAfterSeconds: 5 });
+            // An async method rejects, a plain one throws: the caller gets the error the way it expects.
+            if (isAsync) return Promise.reject(error);
+            throw error;
           }
           const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
           if (result instanceof Promise) {

@@ -226,3 +226,12 @@ describe('isHostAllowed', () => {
     expect(isHostAllowed('10.0.0.5', ['10.0.0.0/99', 'bad/', '10.0.0.0/24'])).toBe(true);
   });
 });
+
+describe('IPv6 forms that embed an IPv4 address', () => {
+  it.each(['https://[2002:7f00:1::]/', 'https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/', 'https://[64:ff9b:1::a00:1]/', 'https://[::ffff:0:7f00:1]/'])('refuses %s', (url) => {
+    expect(() => assertUrlAllowed(url, [])).toThrow(/not allowed/);
+  });
+  it('still allows a public IPv6 address', () => {
+    expect(assertUrlAllowed('https://[2606:4700:4700::1111]/', []).hostname).toBe('[2606:4700:4700::1111]');
+  });
+});

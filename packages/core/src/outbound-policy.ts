@@ -18,6 +18,9 @@ export const BLOCKED_RANGES: BlockList = (() => {
     list.addSubnet(`::ffff:${net}`, 96 + prefix, 'ipv6');
   }
   const v6: Array<[string, number]> = [
+    // 6to4, Teredo, NAT64 (well-known and local-use) and IPv4-translated addresses all embed an
+    // IPv4 address that could be a private one.
+    ['2002::', 16], ['2001::', 32], ['64:ff9b:1::', 48], ['::ffff:0:0:0', 96],
     ['::', 96], ['::1', 128], ['64:ff9b::', 96], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
   ];
   for (const [net, prefix] of v6) list.addSubnet(net, prefix, 'ipv6');
@@ -55,9 +58,9 @@ export function isHostAllowed(host: string, allow: readonly string[]): boolean {
 
 /**
  * Checks a URL before it is stored or called: https only (http for allowed hosts), no user
- * info, and no literal address in a blocked range unless allowed. Host names are checked again
- * on the resolved address at connect time by the outbound HTTP client (against DNS rebinding).
- * Throws 422 `url_not_allowed`.
+ * info, and no literal address in a blocked range unless allowed. A host name passes here; the
+ * outbound HTTP client must check the address it resolves to at connect time (against DNS
+ * rebinding) with {@link isBlockedAddress}. Throws 422 `url_not_allowed`.
  */
 export function assertUrlAllowed(raw: string, allow: readonly string[]): URL {
   const fail = (why: string) => new FerryError('url_not_allowed', `The URL is not allowed: ${why}.`, {

@@ -323,6 +323,46 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
       expect((await engine.webhooks.getDelivery('acme', w.id, 'dlv_2')).attempt_history).toEqual([]);
     });
 
+    it('concurrency: rotations, config patches, pipeline creation against connector deletion, bootstrap keys', async () => {
+      // Concurrent secret rotations: every secret handed out still signs.
+      const w = await engine.webhooks.create('acme', { url: 'https://example.com/h', events: ['pipeline.failed'] });
+      const rotated = await Promise.all(Array.from({ length: 4 }, () => engine.webhooks.rotateSecret('acme', w.id)));
+      const signing = await engine.webhooks.signingSecrets('acme', w.id);
+      for (const { secret } of [...rotated, w]) expect(signing).toContain(secret);
+
+      // Concurrent patches of different fields both land.
+      const c = await engine.connectors.create('acme', { type: 'vault', direction: 'source', config: { table: 't', token: 'token-that-works' } });
+      await Promise.all([
+        engine.connectors.update('acme', c.id, { config: { table: 'patched' } }),
+        engine.connectors.update('acme', c.id, { config: { port: 6543 } }),
+        engine.connectors.update('acme', c.id, { name: 'renamed' }),
+      ]);
+      expect(await engine.connectors.get('acme', c.id)).toMatchObject({ name: 'renamed', config: { table: 'patched', port: 6543, token: '********' } });
+
+      // A pipeline created while its connector is deleted: never both.
+      for (let i = 0; i < 8; i++) {
+        const src = await source();
+        const dst = await destination();
+        const [created, deleted] = await Promise.allSettled([
+          engine.pipelines.create('acme', { name: `race-${i}`, source_connector_id: src.id, destination_connector_id: dst.id }),
+          engine.connectors.delete('acme', src.id),
+        ]);
+        expect([created.status, deleted.status].sort()).toEqual(['fulfilled', 'rejected']);
+        if (created.status === 'fulfilled') expect((await engine.connectors.get('acme', src.id)).pipeline_count).toBe(1);
+      }
+
+      // Several servers starting with the same bootstrap key all come up.
+      const token = (await engine.apiKeys.create({ workspace: 'scratch' })).key;
+      const fresh = await createEngine({ storage: await factory(), secretKey: generateSecretKey(), clock });
+      await fresh.start();
+      try {
+        const ensured = await Promise.all([fresh.apiKeys.ensure(token), fresh.apiKeys.ensure(token), fresh.apiKeys.ensure(token)]);
+        expect(new Set(ensured.map((k) => k.id)).size).toBe(1);
+      } finally {
+        await fresh.stop();
+      }
+    });
+
     it('api keys: create, verify, scopes, revoke, bootstrap', async () => {
       const created = await engine.apiKeys.create({ workspace: 'acme', scopes: ['pipelines:read'], name: 'ci' });
       expect(created.key).toMatch(/^fry_[0-9A-Za-z]{8}_[0-9A-Za-z]{38}$/);

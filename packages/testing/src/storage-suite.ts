@@ -30,6 +30,7 @@ export function connectorRow(overrides: Partial<ConnectorRow> & Pick<ConnectorRo
     last_error: null,
     rotation_status: null,
     rotation_started_at: null,
+    rotation_state: null,
     created_at: at(0),
     updated_at: at(0),
     ...overrides,
@@ -50,6 +51,7 @@ export function pipelineRow(overrides: Partial<PipelineRow> & Pick<PipelineRow, 
     max_attempts: 3,
     salt: 'salt',
     last_tick_at: null,
+    paused_by: null,
     created_at: at(0),
     updated_at: at(0),
     deleted_at: null,
@@ -262,6 +264,20 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       expect(await storage.repos.events.getDeadLetter('evt_000100')).toBeNull();
     });
 
+    it('events: timestamps are stored in one form; an id collision across pipelines changes nothing', async () => {
+      await storage.repos.events.upsertMany([eventRow(1, { occurred_at: '2026-01-01T10:00:00Z' }), eventRow(2, { occurred_at: '2026-01-01T11:00:00.500+01:00' })]);
+      const listed = await storage.repos.events.list('ws_a', 'pip_1', {}, undefined, 10);
+      // As given, '...10:00:00Z' would sort after '...10:00:00.500Z' ('Z' > '.').
+      expect(listed.rows.map((r) => [r.id, r.occurred_at])).toEqual([
+        ['evt_000001', '2026-01-01T10:00:00.000Z'],
+        ['evt_000002', '2026-01-01T10:00:00.500Z'],
+      ]);
+      await storage.repos.events.upsertMany([eventRow(1, { workspace_id: 'ws_b', pipeline_id: 'pip_other', payload: { stolen: true } })]);
+      expect((await storage.repos.events.get('ws_a', 'evt_000001'))?.payload).toEqual({ n: 1 });
+      expect(await storage.repos.events.get('ws_b', 'evt_000001')).toBeNull();
+      await expect(storage.repos.events.upsertMany([eventRow(3, { occurred_at: 'not a time' })])).rejects.toThrow(RangeError);
+    });
+
     it('events: a large batch is written in chunks', async () => {
       const rows = Array.from({ length: 2_345 }, (_, i) => eventRow(i));
       await storage.repos.events.upsertMany(rows);
@@ -316,7 +332,6 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       expect(pending[0]?.data).toEqual({ pipeline_id: 'pip_1' });
       await storage.repos.outbox.markFannedOut(['evt_o1', 'evt_o2'], at(9));
       expect((await storage.repos.outbox.pending(10)).map((e) => e.id)).toEqual(['evt_o3']);
-      expect((await storage.repos.outbox.after(pending[0]!.seq, 10)).map((e) => e.id)).toEqual(['evt_o2', 'evt_o3']);
       expect((await storage.repos.outbox.get('evt_o1'))?.fanned_out_at).toBe(at(9));
       expect((await storage.repos.outbox.listForWorkspace('ws_b')).length).toBe(0);
     });
@@ -331,11 +346,15 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       expect(second).toMatchObject({ started: false, existing: { status: 'processing', owner_token: 'o1' } });
       // The first request crashed: after its lock runs out, a retry takes the key over.
       expect(await storage.repos.idempotency.begin(record('o3', 40_000), at(40_000))).toEqual({ started: true });
-      await storage.repos.idempotency.complete('key_1', 'k1', { status: 201, headers: { 'content-type': 'application/json' }, body: '{"id":"x"}' });
+      // The crashed first request comes back: it no longer owns the key and may not store its answer.
+      expect(await storage.repos.idempotency.complete('key_1', 'k1', 'o1', { status: 500, headers: {}, body: 'late' })).toBe(false);
+      await storage.repos.idempotency.abandon('key_1', 'k1', 'o1');
+      expect((await storage.repos.idempotency.get('key_1', 'k1'))?.owner_token).toBe('o3');
+      expect(await storage.repos.idempotency.complete('key_1', 'k1', 'o3', { status: 201, headers: { 'content-type': 'application/json' }, body: '{"id":"x"}' })).toBe(true);
       const replay = await storage.repos.idempotency.begin(record('o4', 50_000), at(50_000));
       expect(replay).toMatchObject({ started: false, existing: { status: 'completed', response_status: 201, response_headers: { 'content-type': 'application/json' }, response_body: '{"id":"x"}' } });
       await storage.repos.idempotency.begin({ ...record('o5', 0), key: 'k2' }, at(0));
-      await storage.repos.idempotency.abandon('key_1', 'k2');
+      await storage.repos.idempotency.abandon('key_1', 'k2', 'o5');
       expect(await storage.repos.idempotency.get('key_1', 'k2')).toBeNull();
       expect(await storage.repos.idempotency.purgeExpired(at(200_000_000))).toBe(1);
       expect(await storage.repos.idempotency.get('key_1', 'k1')).toBeNull();
@@ -355,6 +374,15 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       expect(await storage.repos.leases.release('pipeline:pip_1', a!.token)).toBe(false);
       expect(await storage.repos.leases.release('pipeline:pip_1', b!.token)).toBe(true);
       expect(await storage.repos.leases.acquire('pipeline:pip_1', 'engine-a', 10_000, T0 + 19_003)).not.toBeNull();
+    });
+
+    it('leases: a holder checks it still holds the lease inside the transaction of its work', async () => {
+      const a = (await storage.repos.leases.acquire('pipeline:pip_1', 'engine-a', 10_000, T0))!;
+      expect(await storage.transaction((repos) => repos.leases.isHeld('pipeline:pip_1', a.token, T0 + 5_000))).toBe(true);
+      expect(await storage.repos.leases.isHeld('pipeline:pip_1', a.token, T0 + 10_001)).toBe(false);
+      const b = (await storage.repos.leases.acquire('pipeline:pip_1', 'engine-b', 10_000, T0 + 10_002))!;
+      expect(await storage.repos.leases.isHeld('pipeline:pip_1', a.token, T0 + 10_003)).toBe(false);
+      expect(await storage.repos.leases.isHeld('pipeline:pip_1', b.token, T0 + 10_003)).toBe(true);
     });
 
     it('leases: concurrent acquirers, exactly one wins', async () => {
@@ -391,6 +419,9 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       // A lease that expired is refused even when nobody took over yet.
       const unclaimed = other.rows.map((r) => r.id).find((id) => !c4.rows.some((r) => r.id === id))!;
       expect(await storage.repos.deliveries.queue.complete(unclaimed, other.token, { status: 'delivered' }, T0 + 31_000)).toBe(false);
+      expect(await storage.repos.deliveries.queue.updateHeld('dlv_0003', c4.token, { attempts: 1 }, T0 + 50_004)).toBe(true);
+      expect(await storage.repos.deliveries.queue.updateHeld('dlv_0003', dead.token, { attempts: 9 }, T0 + 50_004)).toBe(false);
+      expect((await storage.repos.deliveries.get('ws_a', 'whk_1', 'dlv_0003'))?.attempts).toBe(1);
       expect(await storage.repos.deliveries.queue.release('dlv_0002', c4.token)).toBe(true);
       expect((await claim('f', T0 + 50_004)).rows.map((r) => r.id)).toContain('dlv_0002');
     });

@@ -141,6 +141,12 @@ export interface ConnectorDefinition<TSchemaT extends TObject = TObject> {
   readonly directions: readonly ConnectorDirection[];
   /** TypeBox schema of the config; mark secret fields with `Secret(...)`. */
   readonly configSchema: TSchemaT;
+  /**
+   * Rules the schema cannot say, for a config the schema accepted (defaults applied): typically
+   * the fields one direction needs (a destination's `url`, a source's `cursor_column`). Returns
+   * field problems with pointers relative to the config; called on create and on every update.
+   */
+  validateConfig?(config: Static<TSchemaT>, direction: ConnectorDirection): { pointer: string; code: string; detail: string }[];
   /** A live connection check. */
   check?(ctx: ConnectorContext<Static<TSchemaT>>): Promise<CheckResult>;
   /** Opens the source side for one pipeline. */

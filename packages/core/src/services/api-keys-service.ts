@@ -1,7 +1,8 @@
 import { API_KEY_SCOPES, generateApiKey, hashApiKeySecret, parseApiKey, verifyApiKeySecret } from '../crypto/api-key.js';
 import type { ApiKey, AuthContext, CreateApiKeyInput, CreatedApiKey, Page, PageParams } from '../domain.js';
 import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../engine-context.js';
-import { FerryError, notFound, validationError } from '../errors.js';
+import { FerryError, isFerryError, notFound, validationError } from '../errors.js';
+import { isUniqueViolation } from '../storage/sql-helpers.js';
 import { paginate } from '../pagination.js';
 import { inputSchemas } from '../schemas.js';
 import type { ApiKeyRow } from '../storage/repositories/api-keys-repo.js';
@@ -70,15 +71,21 @@ export class ApiKeysService {
   async ensure(token: string, input: Omit<CreateApiKeyInput, 'key'> = {}): Promise<ApiKey> {
     const parsed = parseApiKey(token);
     if (!parsed) throw validationError([{ pointer: '/key', code: 'format', detail: 'Not a well-formed API key (format or checksum).' }]);
+    const mismatch = () => new FerryError('configuration_invalid', 'The key id is registered with another secret, or the key was revoked.');
     const existing = await reader(this.ctx).apiKeys.getByKeyId(parsed.keyId);
-    if (existing) {
-      if (!verifyApiKeySecret(parsed.secret, existing.secret_hash) || existing.revoked_at !== null) {
-        throw new FerryError('configuration_invalid', 'The key id is registered with another secret, or the key was revoked.');
+    if (!existing) {
+      try {
+        const { key: _shown, ...created } = await this.create({ ...input, key: token });
+        return created;
+      } catch (error) {
+        // Several servers starting with the same bootstrap key: one registers it, the others
+        // find it registered and check it below.
+        if (!isFerryError(error, 'validation_failed') && !isUniqueViolation(error)) throw error;
       }
-      return present(existing);
     }
-    const { key: _shown, ...created } = await this.create({ ...input, key: token });
-    return created;
+    const row = existing ?? (await reader(this.ctx).apiKeys.getByKeyId(parsed.keyId));
+    if (!row || !verifyApiKeySecret(parsed.secret, row.secret_hash) || row.revoked_at !== null) throw mismatch();
+    return present(row);
   }
 
   /**

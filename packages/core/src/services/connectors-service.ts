@@ -40,7 +40,7 @@ export class ConnectorsService {
       const detail = `A ${input.type} connector cannot be ${input.direction}; it supports ${plugin.definition.directions.join(', ')}.`;
       throw new FerryError('invalid_direction', detail, { errors: [{ pointer: '/direction', code: 'invalid_direction', detail }] });
     }
-    this.validateConfig(plugin, input.config);
+    this.validateConfig(plugin, input.config, input.direction);
     // "********" is what responses show in place of a secret; as a new value it is a mistake.
     const placeholders = splitSecrets(input.config, plugin.secretPaths).secrets.filter((s) => s.value === REDACTED);
     if (placeholders.length > 0) {
@@ -62,6 +62,7 @@ export class ConnectorsService {
       last_error: null,
       rotation_status: null,
       rotation_started_at: null,
+      rotation_state: null,
       created_at: now,
       updated_at: now,
     };
@@ -103,20 +104,26 @@ export class ConnectorsService {
    */
   async update(workspaceId: string, id: string, input: UpdateConnectorInput): Promise<Connector> {
     assertSchema(inputSchemas.updateConnector, input, { readOnly: [...readOnlyFields.connector, 'type', 'direction'] });
-    const patch: Partial<ConnectorRow> = { updated_at: nowIso(this.ctx) };
-    if (input.name !== undefined) patch.name = input.name;
-    if (input.config !== undefined) {
-      // Secrets are decrypted only when the config changes: a rename works even without the key.
-      const current = await this.open(workspaceId, id);
-      const stored = this.storedConfig(current);
-      const merged = mergeConfig(stored, input.config, current.plugin.secretPaths);
-      this.validateConfig(current.plugin, merged);
-      const split = splitSecrets(merged, current.plugin.secretPaths);
-      patch.config = split.plain;
-      patch.secrets = this.seal(workspaceId, id, split.secrets);
-    }
+    // Read, merge and write in one transaction with the row locked: two concurrent PATCHes of
+    // different fields both land, and a PATCH never writes back credentials a rotation replaced.
     await transact(this.ctx, async (repos) => {
-      if (!(await repos.connectors.update(workspaceId, id, patch))) throw notFound('connector', id);
+      const row = await repos.connectors.get(workspaceId, id, 'update');
+      if (!row) throw notFound('connector', id);
+      const patch: Partial<ConnectorRow> = { updated_at: nowIso(this.ctx) };
+      if (input.name !== undefined) patch.name = input.name;
+      if (input.config !== undefined) {
+        if (row.rotation_status === 'rotating') {
+          throw new FerryError('rotation_in_progress', 'The connector is rotating its credentials; change its config when the rotation completes.', { currentStatus: 'rotating' });
+        }
+        // Secrets are decrypted only when the config changes: a rename works even without the key.
+        const plugin = this.registeredFor(row);
+        const merged = mergeConfig(joinSecrets(row.config, this.unseal(row)), input.config, plugin.secretPaths);
+        this.validateConfig(plugin, merged, row.direction);
+        const split = splitSecrets(merged, plugin.secretPaths);
+        patch.config = split.plain;
+        patch.secrets = this.seal(workspaceId, id, split.secrets);
+      }
+      await repos.connectors.update(workspaceId, id, patch);
     });
     return this.get(workspaceId, id);
   }
@@ -124,7 +131,8 @@ export class ConnectorsService {
   /** Deletes a connector no live pipeline references (`connector_in_use` otherwise). */
   async delete(workspaceId: string, id: string): Promise<void> {
     await transact(this.ctx, async (repos) => {
-      const row = await repos.connectors.get(workspaceId, id);
+      // Locked, so a pipeline being created on it (which share-locks it) cannot slip in between.
+      const row = await repos.connectors.get(workspaceId, id, 'update');
       if (!row) throw notFound('connector', id);
       const users = await repos.pipelines.referencing(workspaceId, id);
       if (users.length > 0) {
@@ -174,7 +182,8 @@ export class ConnectorsService {
   async recordHealth(row: Pick<ConnectorRow, 'id' | 'workspace_id' | 'health'>, health: Connector['health'], error?: { code: string; message: string }): Promise<void> {
     const now = nowIso(this.ctx);
     await transact(this.ctx, async (repos, emit) => {
-      const current = await repos.connectors.get(row.workspace_id, row.id);
+      // Locked: concurrent reports are applied one after the other, so every change is emitted.
+      const current = await repos.connectors.get(row.workspace_id, row.id, 'update');
       if (!current) return;
       await repos.connectors.update(row.workspace_id, row.id, {
         health,
@@ -192,10 +201,7 @@ export class ConnectorsService {
   async open(workspaceId: string, id: string): Promise<OpenedConnector> {
     const row = await reader(this.ctx).connectors.get(workspaceId, id);
     if (!row) throw notFound('connector', id);
-    const plugin = this.ctx.registry.connector(row.type);
-    if (!plugin) {
-      throw new FerryError('unavailable', `Connector type ${JSON.stringify(row.type)} is not registered in this engine.`, { retryAfterSeconds: 60 });
-    }
+    const plugin = this.registeredFor(row);
     const secrets = this.unseal(row);
     const full = joinSecrets(row.config, secrets);
     return {
@@ -227,8 +233,22 @@ export class ConnectorsService {
     return plugin;
   }
 
-  private validateConfig(plugin: RegisteredConnector, config: JsonObject): void {
+  private registeredFor(row: ConnectorRow): RegisteredConnector {
+    const plugin = this.ctx.registry.connector(row.type);
+    if (!plugin) {
+      throw new FerryError('unavailable', `Connector type ${JSON.stringify(row.type)} is not registered in this engine.`, { retryAfterSeconds: 60 });
+    }
+    return plugin;
+  }
+
+  // The schema first; the plugin's own rules (which fields a direction needs) only on a config
+  // the schema accepts, with schema defaults applied.
+  private validateConfig(plugin: RegisteredConnector, config: JsonObject, direction: ConnectorRow['direction']): void {
     const errors = schemaErrors(plugin.definition.configSchema, config, { prefix: '/config' });
+    if (errors.length === 0 && plugin.definition.validateConfig) {
+      const withDefaults = Value.Default(plugin.definition.configSchema, structuredClone(config)) as JsonObject;
+      for (const e of plugin.definition.validateConfig(withDefaults, direction)) errors.push({ ...e, pointer: `/config${e.pointer}` });
+    }
     if (errors.length > 0) throw validationError(errors, 'The connector config is not valid.');
   }
 
@@ -239,10 +259,6 @@ export class ConnectorsService {
 
   private unseal(row: ConnectorRow): SplitConfig['secrets'] {
     return row.secrets === null ? [] : (JSON.parse(this.ctx.box.open(row.secrets, `connector:${row.workspace_id}:${row.id}`)) as SplitConfig['secrets']);
-  }
-
-  private storedConfig(opened: OpenedConnector): JsonObject {
-    return joinSecrets(opened.row.config, this.unseal(opened.row));
   }
 
   private present(row: ConnectorRow, pipelineCount: number): Connector {

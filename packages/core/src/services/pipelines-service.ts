@@ -65,6 +65,7 @@ export class PipelinesService {
       max_attempts: input.max_attempts ?? defaults.max_attempts,
       salt: randomBytes(16).toString('hex'),
       last_tick_at: null,
+      paused_by: null,
       created_at: now,
       updated_at: now,
       deleted_at: null,
@@ -221,7 +222,9 @@ export class PipelinesService {
   }
 
   private async assertConnectors(repos: Repositories, workspaceId: string, sourceId: string, destinationId: string): Promise<void> {
-    const [source, destination] = await Promise.all([repos.connectors.get(workspaceId, sourceId), repos.connectors.get(workspaceId, destinationId)]);
+    // Share-locked until commit: a concurrent delete of either connector waits, then sees this pipeline.
+    const source = await repos.connectors.get(workspaceId, sourceId, 'share');
+    const destination = await repos.connectors.get(workspaceId, destinationId, 'share');
     const missing: FieldError[] = [];
     if (!source) missing.push({ pointer: '/source_connector_id', code: 'invalid_reference', detail: 'No such connector in this workspace.' });
     if (!destination) missing.push({ pointer: '/destination_connector_id', code: 'invalid_reference', detail: 'No such connector in this workspace.' });

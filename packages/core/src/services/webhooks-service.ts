@@ -146,7 +146,9 @@ export class WebhooksService {
     const now = new Date(nowMs).toISOString();
     const expiresAt = new Date(nowMs + overlapS * 1000).toISOString();
     await transact(this.ctx, async (repos) => {
-      const row = await repos.webhooks.get(workspaceId, id);
+      // Locked: of two concurrent rotations the second sees the first's secret and keeps it as
+      // a previous one, so no secret that was handed out is lost.
+      const row = await repos.webhooks.get(workspaceId, id, 'update');
       if (!row) throw notFound('webhook', id);
       const old = this.ctx.box.open(row.secret, aad(workspaceId, id));
       const kept = [...(overlapS > 0 ? [{ secret: old, expires_at: expiresAt }] : []), ...this.previous(row)]

@@ -47,6 +47,16 @@ export class LeasesRepo {
     return affected(n) === 1;
   }
 
+  /**
+   * True while `token` holds the lease. Call it inside the transaction that commits the holder's
+   * work (a batch and its checkpoint): on Postgres the lease row stays locked until that commit,
+   * so a takeover cannot slip in between the check and the write (fencing a paused zombie).
+   */
+  async isHeld(name: string, token: string, now: number): Promise<boolean> {
+    const row = await this.db('leases').where({ name, token }).andWhere('expires_at', '>', iso(now)).forUpdate().first('name');
+    return row !== undefined;
+  }
+
   /** Gives the lease up; false when the token did not hold it. */
   async release(name: string, token: string): Promise<boolean> {
     return affected(await this.db('leases').where({ name, token }).delete()) === 1;
@@ -135,6 +145,18 @@ export class LeasedQueue {
       .where({ [this.spec.key]: id, lease_token: token })
       .andWhere('lease_expires_at', '>', iso(now))
       .update({ ...patch, lease_token: null, lease_holder: null, lease_expires_at: null });
+    return affected(n) === 1;
+  }
+
+  /**
+   * Updates a claimed row while keeping the lease (progress, counters); false when the token no
+   * longer holds it, in which case the caller must stop working on the row.
+   */
+  async updateHeld(id: string, token: string, patch: Record<string, unknown>, now: number): Promise<boolean> {
+    const n = await this.db(this.spec.table)
+      .where({ [this.spec.key]: id, lease_token: token })
+      .andWhere('lease_expires_at', '>', iso(now))
+      .update(patch);
     return affected(n) === 1;
   }
 

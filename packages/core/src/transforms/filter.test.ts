@@ -209,3 +209,20 @@ describe('filter step: schema', () => {
     expect([...Value.Errors(FilterStepSchema, { type: 'filter', op: 'exists' })].map((e) => e.path)).toContain('/path');
   });
 });
+
+describe('filter: patterns that could stall the engine', () => {
+  it('refuses patterns with nested quantifiers at validation time', () => {
+    for (const pattern of ['^(a+)+$', '(x+x+)+y', '^(\\w+\\s?)*$']) {
+      const step = { type: 'filter', path: 'name', op: 'matches', value: pattern } as FilterStep;
+      expect(filterStep.validate!(step)).toEqual([expect.objectContaining({ pointer: '/value', code: 'unsafe_pattern' })]);
+    }
+    expect(filterStep.validate!({ type: 'filter', path: 'name', op: 'matches', value: 'x'.repeat(1001) } as FilterStep)[0]?.code).toBe('unsafe_pattern');
+    expect(filterStep.validate!({ type: 'filter', path: 'name', op: 'matches', value: '^[a-z]+@example\\.com$' } as FilterStep)).toEqual([]);
+  });
+
+  it('does not run a pattern against a value longer than 10,000 characters', async () => {
+    const step = { type: 'filter', path: 'name', op: 'matches', value: '^a+$' } as FilterStep;
+    expect(await filterStep.apply(event({ name: 'a'.repeat(10_000) }), step, ctx)).not.toBeNull();
+    expect(await filterStep.apply(event({ name: 'a'.repeat(10_001) }), step, ctx)).toBeNull();
+  });
+});

@@ -1,3 +1,4 @@
+import safeRegex from 'safe-regex2';
 import { Type, type Static } from '@sinclair/typebox';
 import { defineTransform } from '../plugin/define.js';
 import type { JsonValue } from '../plugin/types.js';
@@ -32,11 +33,22 @@ export type FilterStep = Static<typeof FilterStepSchema>;
 const PATTERN_CACHE_LIMIT = 256;
 const patterns = new Map<string, RegExp>();
 
+/** Longest pattern accepted, and longest value a pattern is run against. */
+export const MAX_PATTERN_LENGTH = 1_000;
+export const MAX_MATCHED_LENGTH = 10_000;
+
+/** Thrown for a pattern that could backtrack catastrophically. */
+class UnsafePatternError extends Error {}
+
 function compilePattern(source: string): RegExp {
   let regex = patterns.get(source);
   if (!regex) {
+    // A pattern comes from an API client and runs on the event loop against every event: one
+    // with nested quantifiers such as ^(a+)+$ takes exponential time on a crafted value and
+    // would stall every pipeline and request of the engine. Refuse those up front.
     // No flags: `test` on a non-global RegExp keeps no `lastIndex` state, so sharing is safe.
     regex = new RegExp(source);
+    if (source.length > MAX_PATTERN_LENGTH || !safeRegex(regex)) throw new UnsafePatternError('the pattern can backtrack catastrophically (nested or overlapping quantifiers)');
     if (patterns.size >= PATTERN_CACHE_LIMIT) patterns.clear();
     patterns.set(source, regex);
   }
@@ -82,6 +94,7 @@ function problems(step: FilterStep): { pointer: string; code: string; detail: st
       try {
         compilePattern(step.value);
       } catch (error) {
+        if (error instanceof UnsafePatternError) return [{ pointer: '/value', code: 'unsafe_pattern', detail: `Refused: ${error.message}.` }];
         return [{ pointer: '/value', code: 'invalid_pattern', detail: `Not a valid regular expression: ${(error as Error).message}` }];
       }
       return [];
@@ -114,7 +127,8 @@ function matches(step: FilterStep, actual: JsonValue | undefined): boolean {
     case 'in':
       return actual !== undefined && (expected as JsonValue[]).some((candidate) => jsonEqual(actual, candidate));
     case 'matches':
-      return typeof actual === 'string' && compilePattern(expected as string).test(actual);
+      // Even a safe pattern is linear in its input: bound the input too.
+      return typeof actual === 'string' && actual.length <= MAX_MATCHED_LENGTH && compilePattern(expected as string).test(actual);
     case 'gt':
     case 'gte':
     case 'lt':

@@ -50,6 +50,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('last_error');
     t.text('rotation_status');
     t.text('rotation_started_at');
+    t.text('rotation_state');
     t.text('created_at').notNullable();
     t.text('updated_at').notNullable();
     t.index(['workspace_id', 'id']);
@@ -72,6 +73,9 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('max_attempts').notNullable();
     t.text('salt').notNullable();
     t.text('last_tick_at');
+    // Who paused it: null (a user, or never), or `rotation:<connector id>` so a rotation resumes
+    // exactly the pipelines it paused.
+    t.text('paused_by');
     t.text('created_at').notNullable();
     t.text('updated_at').notNullable();
     t.text('deleted_at');
@@ -142,6 +146,8 @@ export async function up(knex: Knex): Promise<void> {
     t.text('created_at').notNullable();
     t.index(['pipeline_id', 'replay_requested_at']);
   });
+  // The replay queue's claim scans requested replays across all pipelines.
+  await knex.raw('CREATE INDEX dead_letters_replay_queue ON dead_letters (replay_requested_at) WHERE replay_requested_at IS NOT NULL');
 
   await knex.schema.createTable('webhook_subscriptions', (t) => {
     t.text('id').primary();

@@ -16,6 +16,11 @@ export interface ConnectorRow {
   last_error: { code: string; message: string; at: string } | null;
   rotation_status: 'rotating' | null;
   rotation_started_at: string | null;
+  /**
+   * A rotation's recovery record, sealed: the previous secrets and the pipelines it paused, so a
+   * rotation interrupted by a crash can be rolled back or finished by any instance.
+   */
+  rotation_state: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -42,9 +47,16 @@ export class ConnectorsRepo {
     await this.db('connectors').insert(serialize(row));
   }
 
-  /** A connector of the workspace; null for an unknown id or another workspace's. */
-  async get(workspaceId: string, id: string): Promise<ConnectorRow | null> {
-    const row = await this.db('connectors').where({ workspace_id: workspaceId, id }).first();
+  /**
+   * A connector of the workspace; null for an unknown id or another workspace's. With `lock`,
+   * the row is locked until the transaction ends (Postgres; SQLite transactions hold the write lock).
+   */
+  async get(workspaceId: string, id: string, lock?: 'update' | 'share'): Promise<ConnectorRow | null> {
+    const query = this.db('connectors').where({ workspace_id: workspaceId, id });
+    // Inside a transaction on Postgres: hold the row until commit (SQLite's write lock already does).
+    if (lock === 'update') query.forUpdate();
+    if (lock === 'share') query.forShare();
+    const row = await query.first();
     return row ? map(row) : null;
   }
 

@@ -54,7 +54,10 @@ const mapDeadLetter = (row: Record<string, unknown>): DeadLetterRow => ({
 const INSERT_CHUNK = 1000;
 
 const EVENT_COLUMNS = ['id', 'workspace_id', 'pipeline_id', 'type', 'occurred_at', 'payload', 'status', 'attempts', 'error', 'dead_lettered_at', 'created_at', 'updated_at'];
-const ON_CONFLICT = `ON CONFLICT (id) DO UPDATE SET ${['type', 'occurred_at', 'payload', 'status', 'attempts', 'error', 'dead_lettered_at', 'updated_at'].map((c) => `${c} = excluded.${c}`).join(', ')}`;
+// A re-read updates its own row; an id that collides with another pipeline's (or workspace's)
+// event is left alone rather than letting one pipeline's payload into another's listing.
+const ON_CONFLICT = `ON CONFLICT (id) DO UPDATE SET ${['type', 'occurred_at', 'payload', 'status', 'attempts', 'error', 'dead_lettered_at', 'updated_at'].map((c) => `${c} = excluded.${c}`).join(', ')}
+  WHERE events.pipeline_id = excluded.pipeline_id AND events.workspace_id = excluded.workspace_id`;
 // json_extract returns objects as their JSON text, which is how payload and error are stored.
 // `WHERE true` resolves SQLite's parsing ambiguity between a SELECT's ON and an upsert's ON CONFLICT.
 const UPSERT_EVENTS_SQLITE = `INSERT INTO events (${EVENT_COLUMNS.join(', ')})
@@ -86,7 +89,8 @@ export class EventsRepo {
    */
   async upsertMany(rows: readonly EventRow[]): Promise<void> {
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      const chunk = JSON.stringify(rows.slice(i, i + INSERT_CHUNK));
+      // occurred_at is compared as text (ordering, since/until, cursors): one exact form only.
+      const chunk = JSON.stringify(rows.slice(i, i + INSERT_CHUNK).map((r) => ({ ...r, occurred_at: canonicalTimestamp(r.occurred_at) })));
       await this.db.raw(this.dialect === 'postgres' ? UPSERT_EVENTS_PG : UPSERT_EVENTS_SQLITE, [chunk]);
     }
   }
@@ -170,6 +174,16 @@ export class EventsRepo {
   static mapDeadLetter(row: Record<string, unknown>): DeadLetterRow {
     return mapDeadLetter(row);
   }
+}
+
+/**
+ * The stored form of a timestamp: ISO 8601 UTC with milliseconds. `...10:00:00Z` would sort after
+ * `...10:00:00.500Z` as text, so anything else is converted, and an invalid one is refused.
+ */
+export function canonicalTimestamp(value: string): string {
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) throw new RangeError(`not a timestamp: ${JSON.stringify(value).slice(0, 40)}`);
+  return new Date(ms).toISOString();
 }
 
 function applyFilters(query: Knex.QueryBuilder, filters: EventFilters): void {

@@ -55,15 +55,18 @@ export class IdempotencyRepo {
   }
 
   /** Stores the response of the request that claimed the key. */
-  async complete(apiKeyId: string, key: string, response: { status: number; headers: Record<string, string>; body: string }): Promise<void> {
-    await this.db('idempotency_keys')
-      .where({ api_key_id: apiKeyId, key })
+  async complete(apiKeyId: string, key: string, ownerToken: string, response: { status: number; headers: Record<string, string>; body: string }): Promise<boolean> {
+    // Only the request that holds the claim may store its answer: one whose lock ran out and was
+    // taken over must not overwrite the new owner's record.
+    const n = await this.db('idempotency_keys')
+      .where({ api_key_id: apiKeyId, key, owner_token: ownerToken, status: 'processing' })
       .update({ status: 'completed', response_status: response.status, response_headers: toJson(response.headers), response_body: response.body, locked_until: null });
+    return affected(n) === 1;
   }
 
   /** Forgets a key whose request failed in a way that must not be replayed (a 5xx). */
-  async abandon(apiKeyId: string, key: string): Promise<void> {
-    await this.db('idempotency_keys').where({ api_key_id: apiKeyId, key, status: 'processing' }).delete();
+  async abandon(apiKeyId: string, key: string, ownerToken: string): Promise<void> {
+    await this.db('idempotency_keys').where({ api_key_id: apiKeyId, key, owner_token: ownerToken, status: 'processing' }).delete();
   }
 
   /** The record under a key, if any. */

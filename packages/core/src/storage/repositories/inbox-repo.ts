@@ -1,4 +1,5 @@
 import { fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
+import { canonicalTimestamp } from './events-repo.js';
 import type { JsonObject } from '../../plugin/types.js';
 
 /** Row of `webhook_inbox`: an event received on `POST /v2/ingest/{connector_id}`, stored durably before the 202. */
@@ -26,7 +27,7 @@ export class InboxRepo {
   /** Stores events; a message id seen before for the connector is ignored (sender retries). */
   async insertMany(rows: readonly InboxRow[]): Promise<void> {
     if (rows.length === 0) return;
-    await this.db('webhook_inbox').insert(rows.map((r) => ({ ...r, payload: toJson(r.payload) }))).onConflict(['connector_id', 'message_id']).ignore();
+    await this.db('webhook_inbox').insert(rows.map((r) => ({ ...r, occurred_at: canonicalTimestamp(r.occurred_at), payload: toJson(r.payload) }))).onConflict(['connector_id', 'message_id']).ignore();
   }
 
   /** Events of a connector after position `seq`, oldest first. */

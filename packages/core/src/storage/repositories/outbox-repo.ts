@@ -47,11 +47,6 @@ export class OutboxRepo {
     return ((await this.db('platform_events').whereNull('fanned_out_at').orderBy('seq').limit(limit)) as Record<string, unknown>[]).map(map);
   }
 
-  /** Events after a sequence number, in order (an in-process tail). */
-  async after(seq: number, limit: number): Promise<OutboxRow[]> {
-    return ((await this.db('platform_events').where('seq', '>', seq).orderBy('seq').limit(limit)) as Record<string, unknown>[]).map(map);
-  }
-
   /** Marks events as fanned out to their subscriptions. */
   async markFannedOut(ids: readonly string[], now: string): Promise<void> {
     if (ids.length > 0) await this.db('platform_events').whereIn('id', ids).whereNull('fanned_out_at').update({ fanned_out_at: now });

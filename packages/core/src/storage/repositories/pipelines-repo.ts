@@ -9,6 +9,8 @@ export type PipelineRow = Omit<Pipeline, 'last_run'> & {
   salt: string;
   /** The last cron tick the scheduler handled. */
   last_tick_at: string | null;
+  /** null, or `rotation:<connector id>` while a credential rotation holds it paused. */
+  paused_by: string | null;
   deleted_at: string | null;
 };
 

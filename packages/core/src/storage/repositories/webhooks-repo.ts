@@ -36,9 +36,11 @@ export class WebhooksRepo {
     await this.db('webhook_subscriptions').insert(serialize(row));
   }
 
-  /** A subscription of the workspace. */
-  async get(workspaceId: string, id: string): Promise<WebhookRow | null> {
-    const row = await this.db('webhook_subscriptions').where({ workspace_id: workspaceId, id }).first();
+  /** A subscription of the workspace; `lock` holds the row until the transaction ends (Postgres). */
+  async get(workspaceId: string, id: string, lock?: 'update'): Promise<WebhookRow | null> {
+    const query = this.db('webhook_subscriptions').where({ workspace_id: workspaceId, id });
+    if (lock === 'update') query.forUpdate();
+    const row = await query.first();
     return row ? map(row) : null;
   }
 
