@@ -169,11 +169,6 @@ export class EventsRepo {
     }
     return count;
   }
-
-  /** Dead letters as a list (replay queue rows are claimed through {@link replays}). */
-  static mapDeadLetter(row: Record<string, unknown>): DeadLetterRow {
-    return mapDeadLetter(row);
-  }
 }
 
 /**

@@ -1,6 +1,6 @@
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { LeasedQueue } from '../leases.js';
-import { affected, fromJson, toInt, type Db } from '../sql-helpers.js';
+import { affected, toInt, type Db } from '../sql-helpers.js';
 import type { Dialect } from '../storage-config.js';
 import type { Run } from '../../domain.js';
 
@@ -87,10 +87,5 @@ export class RunsRepo {
       if (n) update[c] = this.db.raw('?? + ?', [c, n]);
     }
     if (Object.keys(update).length > 0) await this.db('runs').where({ id }).update(update);
-  }
-
-  /** A stored error column, parsed. */
-  static error(row: RunRow): unknown {
-    return fromJson(row.error);
   }
 }
