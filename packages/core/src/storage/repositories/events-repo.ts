@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { LeasedQueue } from '../leases.js';
+import { inSqliteTransaction, sqliteStatement } from '../sqlite-direct.js';
 import { affected, fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
 import type { Dialect } from '../storage-config.js';
 import type { EventRecord, EventStatus } from '../../domain.js';
@@ -58,10 +59,7 @@ const EVENT_COLUMNS = ['id', 'workspace_id', 'pipeline_id', 'type', 'occurred_at
 // event is left alone rather than letting one pipeline's payload into another's listing.
 const ON_CONFLICT = `ON CONFLICT (id) DO UPDATE SET ${['type', 'occurred_at', 'payload', 'status', 'attempts', 'error', 'dead_lettered_at', 'updated_at'].map((c) => `${c} = excluded.${c}`).join(', ')}
   WHERE events.pipeline_id = excluded.pipeline_id AND events.workspace_id = excluded.workspace_id`;
-// json_extract returns objects as their JSON text, which is how payload and error are stored.
-// `WHERE true` resolves SQLite's parsing ambiguity between a SELECT's ON and an upsert's ON CONFLICT.
-const UPSERT_EVENTS_SQLITE = `INSERT INTO events (${EVENT_COLUMNS.join(', ')})
-  SELECT ${EVENT_COLUMNS.map((c) => `json_extract(value, '$.${c}')`).join(', ')} FROM json_each(?) WHERE true ${ON_CONFLICT}`;
+const UPSERT_EVENT_SQLITE = `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map((c) => `@${c}`).join(', ')}) ${ON_CONFLICT}`;
 const UPSERT_EVENTS_PG = `INSERT INTO events (${EVENT_COLUMNS.join(', ')})
   SELECT id, workspace_id, pipeline_id, type, occurred_at, payload::text, status, attempts,
     CASE WHEN json_typeof(error) = 'null' THEN NULL ELSE error::text END, dead_lettered_at, created_at, updated_at
@@ -82,16 +80,28 @@ export class EventsRepo {
    * Records events. A re-read after a crash yields the same ids; their rows are updated in place
    * (latest outcome wins) rather than duplicated.
    *
-   * This is the hot path of every batch, so the rows travel as one JSON parameter per chunk and
-   * the database unpacks them (`json_each` on SQLite, `json_to_recordset` on Postgres): one short
-   * statement instead of a 6,000-placeholder one that would be rebuilt and re-prepared per batch.
-   * `json`, not `jsonb`, on Postgres, so each payload keeps its text (key order) as sent.
+   * This is the hot path of every batch. On Postgres the rows travel as one JSON parameter per
+   * chunk and the server unpacks them (`json_to_recordset`): one round trip and one short
+   * statement instead of a 6,000-placeholder one; `json`, not `jsonb`, so each payload keeps its
+   * text (key order) as sent. On SQLite see below.
    */
   async upsertMany(rows: readonly EventRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    if (this.dialect === 'sqlite') {
+      // SQLite runs in-process: a cached prepared statement executed once per row inside the
+      // caller's transaction beats any single multi-row statement (measured 1.5-2x), since
+      // there is no round trip to save and no SQL to parse again.
+      const prepared = rows.map((r) => ({ ...r, occurred_at: canonicalTimestamp(r.occurred_at), payload: toJson(r.payload), error: r.error ? toJson(r.error) : null }));
+      await inSqliteTransaction(this.db, (conn) => {
+        const statement = sqliteStatement(conn, UPSERT_EVENT_SQLITE);
+        for (const row of prepared) statement.run(row);
+      });
+      return;
+    }
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
       // occurred_at is compared as text (ordering, since/until, cursors): one exact form only.
       const chunk = JSON.stringify(rows.slice(i, i + INSERT_CHUNK).map((r) => ({ ...r, occurred_at: canonicalTimestamp(r.occurred_at) })));
-      await this.db.raw(this.dialect === 'postgres' ? UPSERT_EVENTS_PG : UPSERT_EVENTS_SQLITE, [chunk]);
+      await this.db.raw(UPSERT_EVENTS_PG, [chunk]);
     }
   }
 
