@@ -56,6 +56,16 @@ describe('engine lifecycle', () => {
     expect(heard).toEqual([first.id, created.id]);
   });
 
+  it('refuses calls outside running the way each method reports errors: async ones reject, plain ones throw', async () => {
+    const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [noop] });
+    const hooks = { drain: async () => undefined, changed: () => undefined };
+    expect(() => engine.pipelines.setLifecycleHooks(hooks)).toThrow(/not started/);
+    await expect(engine.pipelines.list('default')).rejects.toThrow(/not started/);
+    await engine.start();
+    expect(engine.pipelines.setLifecycleHooks(hooks)).toBeUndefined();
+    await engine.stop();
+  });
+
   it('requires a secret key unless the storage is in memory', async () => {
     expect(await codeOf(() => createEngine({ storage: sqlite({ filename: '/tmp/never-created.db' }) }))).toBe('configuration_invalid');
     expect(await codeOf(() => createEngine({ storage: postgres({ connectionString: 'postgres://u:p@127.0.0.1:1/db' }) }))).toBe('configuration_invalid');

@@ -37,7 +37,14 @@ const hook = defineConnector({
   type: 'hook',
   version: '1.0.0',
   directions: ['source', 'destination', 'bidirectional'],
-  configSchema: Type.Object({}, { additionalProperties: false }),
+  configSchema: Type.Object({ url: Type.Optional(Type.String()), retries: Type.Optional(Type.Integer({ default: 3 })) }, { additionalProperties: false }),
+  // A destination needs a url; the schema alone cannot say so for one direction only.
+  validateConfig: (config, direction) => {
+    const problems = direction !== 'source' && config.url === undefined ? [{ pointer: '/url', code: 'required', detail: 'A destination needs a url.' }] : [];
+    // Defaults are applied before the plugin's rules run.
+    if (config.retries === undefined) problems.push({ pointer: '/retries', code: 'missing_default', detail: 'defaults not applied' });
+    return problems;
+  },
 });
 
 async function expectError(promise: Promise<unknown>, code: ErrorCode): Promise<NonNullable<unknown>> {
@@ -120,7 +127,13 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
       await expectError(engine.connectors.create('acme', { type: 'nope', direction: 'source', config: {} }), 'validation_failed');
       const ro = await expectError(engine.connectors.create('acme', { type: 'hook', direction: 'bidirectional', config: {}, health: 'down' } as never), 'validation_failed');
       expect((ro as { errors: { code: string }[] }).errors[0]?.code).toBe('read_only');
-      expect((await engine.connectors.create('acme', { type: 'hook', direction: 'bidirectional', config: {} })).direction).toBe('bidirectional');
+      expect((await engine.connectors.create('acme', { type: 'hook', direction: 'bidirectional', config: { url: 'https://example.com' } })).direction).toBe('bidirectional');
+      // The plugin's own rules, per direction, on create and on update.
+      const needsUrl = await expectError(engine.connectors.create('acme', { type: 'hook', direction: 'destination', config: {} }), 'validation_failed');
+      expect((needsUrl as { errors: { pointer: string; code: string }[] }).errors).toEqual([expect.objectContaining({ pointer: '/config/url', code: 'required' })]);
+      const out = await engine.connectors.create('acme', { type: 'hook', direction: 'destination', config: { url: 'https://example.com' } });
+      await expectError(engine.connectors.update('acme', out.id, { config: { url: null } }), 'validation_failed');
+      expect((await engine.connectors.create('acme', { type: 'hook', direction: 'source', config: {} })).config).toEqual({});
     });
 
     it('pipelines: references, directions, schedule, transforms, names, state machine, outbox', async () => {
@@ -338,6 +351,11 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
         engine.connectors.update('acme', c.id, { name: 'renamed' }),
       ]);
       expect(await engine.connectors.get('acme', c.id)).toMatchObject({ name: 'renamed', config: { table: 'patched', port: 6543, token: '********' } });
+      // While a rotation holds the connector, its config cannot change (a rename still can).
+      await engine.storage.repos.connectors.update('acme', c.id, { rotation_status: 'rotating' });
+      await expectError(engine.connectors.update('acme', c.id, { config: { table: 'during' } }), 'rotation_in_progress');
+      expect((await engine.connectors.update('acme', c.id, { name: 'still' })).name).toBe('still');
+      await engine.storage.repos.connectors.update('acme', c.id, { rotation_status: null });
 
       // A pipeline created while its connector is deleted: never both.
       for (let i = 0; i < 8; i++) {
