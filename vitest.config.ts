@@ -25,6 +25,18 @@ export default defineConfig({
       },
       {
         extends: true,
+        test: { name: 'http', include: ['packages/http/src/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: { name: 'adapters', include: ['packages/express/src/**/*.test.ts', 'packages/fastify/src/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: { name: 'server', include: ['packages/server/src/**/*.test.ts'] },
+      },
+      {
+        extends: true,
         test: { name: 'examples', include: ['examples/*/src/**/*.test.ts', 'examples/*/*.test.ts'] },
       },
       {

@@ -1,9 +1,226 @@
-import type { Engine } from '@ferry/core';
-import type { HttpApi, HttpApiOptions } from './types.js';
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { isFerryError, scopeAllows, type AuthContext, type Engine, type FieldError } from '@ferry/core';
+import { assertIdempotencyKey, requestHash, withIdempotency } from './idempotency.js';
+import { buildOpenApi } from './openapi.js';
+import { HttpProblem, JSON_CONTENT_TYPE, problemResponse } from './problem.js';
+import { parseQuery } from './query.js';
+import { RateLimiter, rateLimitHeaders } from './rate-limiter.js';
+import { header, isJsonContentType, parseJson, readBody } from './request-body.js';
+import { compileRoutes, matchRoute, type RouteContext, type RouteDefinition } from './route.js';
+import { allRoutes } from './routes/index.js';
+import type { HttpApi, HttpApiOptions, HttpRequest, HttpResponse, RateLimitSettings, RouteInfo } from './types.js';
 
-/** Builds the /v2 surface of an engine. (Implementation in progress.) */
+const DEFAULT_BODY_LIMIT = 1024 * 1024;
+const DEFAULT_RATE_LIMIT: RateLimitSettings = { requests: 600, perSeconds: 60 };
+const DEFAULT_INGEST_RATE_LIMIT: RateLimitSettings = { requests: 6000, perSeconds: 60 };
+/** Failed authentications allowed per client address: slows guessing keys down, costs honest clients nothing. */
+const AUTH_FAILURE_LIMIT: RateLimitSettings = { requests: 60, perSeconds: 60 };
+const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
+
+/** What dispatch learnt about a request, for the access log. */
+interface Trace {
+  route: string;
+  auth?: AuthContext;
+}
+
+/**
+ * Builds the /v2 surface of an engine: a route table and a `dispatch` that answers every request
+ * itself, so the Express and Fastify adapters only translate and always answer alike.
+ *
+ * Per request, in order: match the route (404, or 405 with `Allow`); authenticate (401 with
+ * `WWW-Authenticate`), rate-limit (429 with `Retry-After`; `RateLimit-Policy`/`RateLimit` on every
+ * answer) and check the scope (403); read the body (413, 415, 400 `malformed_json`); read the
+ * query (400); then, under an `Idempotency-Key` when one is sent, call the service, whose errors
+ * become problem+json with their stable code. Every answer carries `X-Request-Id`.
+ */
 export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): HttpApi {
-  void engine;
-  void options;
-  throw new Error('not implemented yet');
+  const routes = allRoutes();
+  const compiled = compileRoutes(routes);
+  const limiter = new RateLimiter(engine.clock);
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const rateLimit = options.rateLimit === undefined ? DEFAULT_RATE_LIMIT : options.rateLimit;
+  const ingestLimit = options.ingestRateLimit === undefined ? DEFAULT_INGEST_RATE_LIMIT : options.ingestRateLimit;
+  let openapi: Record<string, unknown> | undefined;
+  const document = () => (openapi ??= buildOpenApi(routes, options.publicUrl ?? '/'));
+
+  const metaRoutes: RouteDefinition[] = [
+    {
+      method: 'GET',
+      path: '/v2/openapi.json',
+      operationId: 'getOpenApi',
+      summary: 'This API as an OpenAPI 3.1 document',
+      tag: 'Meta',
+      auth: { kind: 'none' },
+      body: 'none',
+      responses: { 200: { description: 'The OpenAPI document.' } },
+      errors: [],
+      handle: async () => ({ status: 200, body: document() }),
+    },
+  ];
+  routes.push(...metaRoutes);
+  compiled.push(...compileRoutes(metaRoutes));
+
+  /** Takes a token; throws 429 when the bucket is empty. Adds the headers either way. */
+  function limit(bucket: string, policy: RateLimitSettings | false, headers: Record<string, string>, name: string): void {
+    if (policy === false) return;
+    const decision = limiter.take(bucket, policy);
+    Object.assign(headers, rateLimitHeaders(decision, name));
+    if (!decision.allowed) {
+      throw new HttpProblem('rate_limited', `Too many requests; retry in ${decision.retryAfterSeconds} s.`, { retryAfterSeconds: decision.retryAfterSeconds });
+    }
+  }
+
+  async function authenticate(request: HttpRequest): Promise<AuthContext> {
+    const value = header(request.headers, 'authorization');
+    const token = value === undefined ? undefined : /^Bearer +(\S+) *$/i.exec(value)?.[1];
+    const challenge = token === undefined ? 'Bearer realm="ferry"' : 'Bearer realm="ferry", error="invalid_token"';
+    const refuse = () => {
+      // Failed attempts are counted per client address, so keys cannot be guessed at speed.
+      limit(`auth-failures:${request.remoteAddress ?? ''}`, AUTH_FAILURE_LIMIT, {}, 'auth');
+      return new HttpProblem('unauthenticated', token === undefined ? 'An API key is required: Authorization: Bearer <key>.' : 'The API key is not valid.', {
+        headers: { 'www-authenticate': challenge },
+      });
+    };
+    if (token === undefined) throw refuse();
+    try {
+      return await engine.apiKeys.verify(token);
+    } catch (error) {
+      if (isFerryError(error, 'unauthenticated')) throw refuse();
+      throw error;
+    }
+  }
+
+  async function bodyOf(request: HttpRequest, definition: RouteDefinition): Promise<{ raw: string; parsed: unknown }> {
+    if (definition.method === 'GET' || definition.method === 'DELETE') return { raw: '', parsed: undefined };
+    let raw: string;
+    if (request.body === undefined && request.parsedBody !== undefined) {
+      // A host middleware parsed the body already; its bytes are gone, its meaning is not.
+      raw = JSON.stringify(request.parsedBody) ?? '';
+      if (Buffer.byteLength(raw) > bodyLimit) throw new HttpProblem('payload_too_large', `The request body is larger than ${bodyLimit} bytes.`);
+    } else {
+      raw = await readBody(request.body, request.headers, bodyLimit);
+    }
+    if (raw.length === 0) {
+      if (definition.body === 'required') {
+        throw new HttpProblem('validation_failed', 'A JSON body is required.', { errors: [{ pointer: '', code: 'required', detail: 'Send a JSON object.' }] });
+      }
+      return { raw, parsed: undefined };
+    }
+    if (request.parsedBody === undefined && !isJsonContentType(header(request.headers, 'content-type'))) {
+      throw new HttpProblem('unsupported_media_type', 'Send the body as Content-Type: application/json.');
+    }
+    if (definition.rawBody) return { raw, parsed: undefined };
+    const parsed = request.body === undefined && request.parsedBody !== undefined ? request.parsedBody : parseJson(raw);
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      throw new HttpProblem('validation_failed', 'The body must be a JSON object.', { errors: [{ pointer: '', code: 'type', detail: 'Expected an object.' }] });
+    }
+    if (definition.body === 'none') {
+      const errors: FieldError[] = Object.keys(parsed).map((k) => ({ pointer: `/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, code: 'unknown_field', detail: 'This operation takes no body fields.' }));
+      if (errors.length > 0) throw new HttpProblem('validation_failed', 'This operation takes no body.', { errors });
+    }
+    return { raw, parsed };
+  }
+
+  async function handle(request: HttpRequest, requestId: string, headers: Record<string, string>, trace: Trace): Promise<HttpResponse> {
+    const url = request.url;
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const search = q < 0 ? '' : url.slice(q + 1);
+    const method = request.method.toUpperCase();
+    const match = matchRoute(compiled, method, path);
+    if (match.kind === 'not_found') {
+      throw new HttpProblem('not_found', `There is no route ${method} ${path.slice(0, 200)}.`);
+    }
+    if (match.kind === 'method_not_allowed') {
+      throw new HttpProblem('method_not_allowed', `${method} is not allowed here; use ${match.allow.join(', ')}.`, { headers: { allow: match.allow.join(', ') } });
+    }
+    const { definition } = match.route;
+    trace.route = definition.path;
+    let auth: AuthContext | null = null;
+    if (definition.auth.kind === 'api_key') {
+      auth = await authenticate(request);
+      trace.auth = auth;
+      const policy = auth.rate_limit ? { requests: auth.rate_limit.requests, perSeconds: auth.rate_limit.per_seconds } : rateLimit;
+      limit(`key:${auth.api_key_id}`, policy, headers, 'default');
+      if (!scopeAllows(auth.scopes, definition.auth.scope)) {
+        throw new HttpProblem('forbidden', `This API key lacks the ${definition.auth.scope} scope.`);
+      }
+    } else if (definition.auth.kind === 'signature') {
+      limit(`ingest:${match.params.connector_id ?? ''}`, ingestLimit, headers, 'ingest');
+    } else {
+      limit(`ip:${request.remoteAddress ?? ''}`, rateLimit, headers, 'default');
+    }
+    const query = parseQuery(search, definition.query);
+    const { raw, parsed } = await bodyOf(request, definition);
+    const ctx: RouteContext = { engine, auth, workspaceId: auth?.workspace_id ?? '', params: match.params, query, body: parsed, rawBody: raw, headers: request.headers };
+    const run = async (): Promise<HttpResponse> => {
+      try {
+        const result = await definition.handle(ctx);
+        const out: HttpResponse = { status: result.status, headers: { ...result.headers } };
+        if (result.body !== undefined) {
+          out.headers['content-type'] = JSON_CONTENT_TYPE;
+          out.body = JSON.stringify(result.body);
+        }
+        return out;
+      } catch (error) {
+        return answerError(error, requestId, trace);
+      }
+    };
+    const idempotencyKey = header(request.headers, 'idempotency-key');
+    if (idempotencyKey !== undefined && method === 'POST' && auth) {
+      assertIdempotencyKey(idempotencyKey);
+      return withIdempotency(engine, auth, idempotencyKey, requestHash(method, path, parsed ?? (raw === '' ? undefined : raw)), run);
+    }
+    return run();
+  }
+
+  function answerError(error: unknown, requestId: string, trace: Trace): HttpResponse {
+    const { response, unexpected } = problemResponse(error, requestId);
+    if (unexpected !== undefined) {
+      engine.logger.error({ err: unexpected, request_id: requestId, route: trace.route }, 'request failed');
+    }
+    return response;
+  }
+
+  async function dispatch(request: HttpRequest): Promise<HttpResponse> {
+    const started = performance.now();
+    const given = header(request.headers, 'x-request-id');
+    const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
+    const headers: Record<string, string> = {};
+    const trace: Trace = { route: request.url.split('?')[0]!.split('/').slice(0, 3).join('/') };
+    let response: HttpResponse;
+    try {
+      response = await handle(request, requestId, headers, trace);
+    } catch (error) {
+      response = answerError(error, requestId, trace);
+    }
+    response.headers = { ...headers, ...response.headers, 'x-request-id': requestId, 'cache-control': 'no-store' };
+    if (options.onRequest) {
+      try {
+        const code = response.status >= 400 && response.body ? (JSON.parse(response.body) as { code?: string }).code : undefined;
+        options.onRequest({
+          requestId,
+          method: request.method,
+          route: trace.route,
+          status: response.status,
+          durationMs: performance.now() - started,
+          ...(code ? { code } : {}),
+          ...(trace.auth ? { workspaceId: trace.auth.workspace_id, apiKeyId: trace.auth.api_key_id } : {}),
+        });
+      } catch {
+        // A logging hook must not change the answer.
+      }
+    }
+    return response;
+  }
+
+  const info: RouteInfo[] = routes.map((r) => ({
+    method: r.method,
+    path: r.path,
+    operationId: r.operationId,
+    scope: r.auth.kind === 'api_key' ? r.auth.scope : null,
+    summary: r.summary,
+  }));
+  return { dispatch, routes: info, openapi: document, bodyLimit };
 }

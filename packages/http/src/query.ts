@@ -1,0 +1,53 @@
+import { MAX_LIMIT, type FieldError } from '@ferry/core';
+import { HttpProblem } from './problem.js';
+import type { QueryParam } from './route.js';
+
+/** Query parameters every listing takes (contract section 3). */
+export const PAGE_QUERY: Record<string, QueryParam> = { limit: { kind: 'limit' }, cursor: { kind: 'cursor' } };
+
+/**
+ * Reads a query string against a route's parameters: each known parameter at most once, no
+ * unknown ones (400 with every problem at once, pointers `/<name>` like the service's own).
+ * `limit` must be an integer of at least 1 (larger than 100 is lowered by the service).
+ * Timestamps and enums are left to the services, which report them with the same codes.
+ */
+export function parseQuery(search: string, spec: Record<string, QueryParam> | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (search === '') return out;
+  const errors: FieldError[] = [];
+  const seen = new Set<string>();
+  for (const [name, value] of new URLSearchParams(search)) {
+    const param = spec && Object.hasOwn(spec, name) ? spec[name] : undefined;
+    const pointer = `/${name.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+    if (!param) {
+      if (!seen.has(name)) errors.push({ pointer, code: 'unknown_field', detail: 'This query parameter is not allowed here.' });
+      seen.add(name);
+      continue;
+    }
+    if (seen.has(name)) {
+      errors.push({ pointer, code: 'type', detail: 'This query parameter may be given only once.' });
+      continue;
+    }
+    seen.add(name);
+    switch (param.kind) {
+      case 'limit':
+        // The service's rule, checked here too so one answer lists every query problem.
+        if (!/^\d+$/.test(value) || Number(value) < 1) errors.push({ pointer, code: 'invalid_limit', detail: 'limit must be an integer of at least 1.' });
+        else out[name] = Math.min(Number(value), MAX_LIMIT);
+        break;
+      case 'enum':
+        if (!param.values.includes(value)) errors.push({ pointer, code: 'enum', detail: `Expected one of ${param.values.join(', ')}.` });
+        else out[name] = value;
+        break;
+      case 'string':
+        if (value.length === 0 || value.length > (param.maxLength ?? 200)) {
+          errors.push({ pointer, code: value.length === 0 ? 'too_short' : 'too_long', detail: `Expected 1 to ${param.maxLength ?? 200} characters.` });
+        } else out[name] = value;
+        break;
+      default:
+        out[name] = value;
+    }
+  }
+  if (errors.length > 0) throw new HttpProblem('validation_failed', 'The query string is not valid.', { errors });
+  return out;
+}

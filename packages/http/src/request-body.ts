@@ -1,0 +1,89 @@
+import { HttpProblem } from './problem.js';
+import type { HttpBody, HttpHeaders } from './types.js';
+
+/** Nesting deeper than this is refused: deep documents only serve to exhaust stacks downstream. */
+export const MAX_JSON_DEPTH = 64;
+
+/** First value of a header. */
+export function header(headers: HttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function tooLarge(limit: number): HttpProblem {
+  return new HttpProblem('payload_too_large', `The request body is larger than ${limit} bytes.`);
+}
+
+/**
+ * Reads a body into a string, refusing more than `limit` bytes (413) as soon as it is known:
+ * from `Content-Length` before reading, else while reading, so an endless chunked body is cut
+ * off rather than buffered.
+ */
+export async function readBody(body: HttpBody | undefined, headers: HttpHeaders, limit: number): Promise<string> {
+  const declared = Number(header(headers, 'content-length'));
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
+  if (body === undefined) return '';
+  if (typeof body === 'string') {
+    if (Buffer.byteLength(body) > limit) throw tooLarge(limit);
+    return body;
+  }
+  if (body instanceof Uint8Array) {
+    if (body.byteLength > limit) throw tooLarge(limit);
+    return Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    size += buf.byteLength;
+    if (size > limit) throw tooLarge(limit);
+    chunks.push(buf);
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
+}
+
+/**
+ * True when the media type is JSON: `application/json`, with any parameters as long as a
+ * charset, when given, is UTF-8 (JSON has no other encoding on the wire, RFC 8259).
+ */
+export function isJsonContentType(value: string | undefined): boolean {
+  if (value === undefined) return false;
+  const [type, ...params] = value.split(';').map((p) => p.trim().toLowerCase());
+  if (type !== 'application/json') return false;
+  return params.every((p) => !p.startsWith('charset=') || /^charset="?utf-8"?$/.test(p));
+}
+
+function depthOf(value: unknown): number {
+  // Iterative, so measuring a hostile document cannot itself overflow the stack.
+  let max = 0;
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (d > max) max = d;
+    if (max > MAX_JSON_DEPTH) return max;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (child !== null && typeof child === 'object') stack.push([child, d + 1]);
+    }
+  }
+  return max;
+}
+
+/** Parses a JSON body: 400 `malformed_json` when it is not JSON, 400 `validation_failed` when nested too deep. */
+export function parseJson(text: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    // Only the position is passed on: V8's messages can quote the input, which may hold a secret.
+    const position = error instanceof Error ? /position (\d+)/.exec(error.message)?.[1] : undefined;
+    const where = position === undefined ? (text.trim() === '' ? ' (it is empty)' : '') : ` (at position ${position})`;
+    throw new HttpProblem('malformed_json', `The request body is not valid JSON${where}.`);
+  }
+  if (depthOf(value) > MAX_JSON_DEPTH) {
+    throw new HttpProblem('validation_failed', 'The request body is nested too deeply.', {
+      errors: [{ pointer: '', code: 'too_deep', detail: `Objects and arrays may be nested at most ${MAX_JSON_DEPTH} levels deep.` }],
+    });
+  }
+  return value;
+}
