@@ -16,6 +16,7 @@ import { WebhooksRepo } from './repositories/webhooks-repo.js';
 import { WorkspacesRepo } from './repositories/workspaces-repo.js';
 import { LeasesRepo } from './leases.js';
 import type { Db } from './sql-helpers.js';
+import { SqliteIdleReader } from './sqlite-direct.js';
 import type { Dialect, StorageConfig } from './storage-config.js';
 
 /** Advisory lock id under which Postgres migrations run (an arbitrary constant: "ferr" in ASCII). */
@@ -37,12 +38,16 @@ export class Repositories {
   readonly leases: LeasesRepo;
   readonly inbox: InboxRepo;
 
-  constructor(readonly db: Db, readonly dialect: Dialect) {
+  /**
+   * @param idle - SQLite only, for repositories outside a transaction: the direct read path of
+   *   the hottest lookups (see {@link SqliteIdleReader}).
+   */
+  constructor(readonly db: Db, readonly dialect: Dialect, idle?: SqliteIdleReader) {
     this.workspaces = new WorkspacesRepo(db);
-    this.apiKeys = new ApiKeysRepo(db);
+    this.apiKeys = new ApiKeysRepo(db, idle);
     this.connectors = new ConnectorsRepo(db);
-    this.pipelines = new PipelinesRepo(db);
-    this.runs = new RunsRepo(db, dialect);
+    this.pipelines = new PipelinesRepo(db, idle);
+    this.runs = new RunsRepo(db, dialect, idle);
     this.checkpoints = new CheckpointsRepo(db);
     this.events = new EventsRepo(db, dialect);
     this.webhooks = new WebhooksRepo(db);
@@ -68,6 +73,7 @@ export class FerryStorage {
   /** Repositories outside any transaction. */
   readonly repos: Repositories;
   private closed = false;
+  private readonly idle: SqliteIdleReader | undefined;
   private readonly knexPool: { max?: unknown } | undefined;
 
   constructor(config: StorageConfig, options: { logger?: Logger } = {}) {
@@ -77,7 +83,8 @@ export class FerryStorage {
     // knex writes its own warnings to the console unless given a logger; route them to ours.
     const log = (level: 'warn' | 'error' | 'debug') => (message: unknown) => logger[level]({ detail: String(message) }, `knex ${level}`);
     this.knex = knexFactory({ ...config.knex, log: { warn: log('warn'), error: log('error'), debug: log('debug'), deprecate: log('warn') } });
-    this.repos = new Repositories(this.knex, this.dialect);
+    this.idle = this.dialect === 'sqlite' ? new SqliteIdleReader(this.knex) : undefined;
+    this.repos = new Repositories(this.knex, this.dialect, this.idle);
     this.knexPool = config.knex.pool as { max?: unknown } | undefined;
   }
 
@@ -97,6 +104,7 @@ export class FerryStorage {
       } else {
         await run();
       }
+      await this.idle?.prime();
     } catch (error) {
       throw new FerryError('unavailable', `Storage migrations failed on ${this.description}.`, { cause: error, retryAfterSeconds: 5 });
     }
@@ -124,6 +132,7 @@ export class FerryStorage {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.idle?.release();
     await this.knex.destroy();
   }
 }

@@ -1,3 +1,4 @@
+import type { SqliteIdleReader } from '../sqlite-direct.js';
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { affected, fromJson, toJson, type Db } from '../sql-helpers.js';
 
@@ -24,7 +25,10 @@ const map = (row: Record<string, unknown>): ApiKeyRow => ({
 
 /** API keys. */
 export class ApiKeysRepo {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly idle?: SqliteIdleReader,
+  ) {}
 
   /** Stores a new key. */
   async insert(row: ApiKeyRow): Promise<void> {
@@ -33,7 +37,9 @@ export class ApiKeysRepo {
 
   /** Looks a key up by the id embedded in it; across workspaces, since the key names its own. */
   async getByKeyId(keyId: string): Promise<ApiKeyRow | null> {
-    const row = await this.db('api_keys').where({ key_id: keyId }).first();
+    // Every authenticated request starts here: the direct SQLite path when it is safe.
+    const direct = this.idle?.get('select * from api_keys where key_id = ?', [keyId]);
+    const row = direct !== undefined ? direct : await this.db('api_keys').where({ key_id: keyId }).first();
     return row ? map(row) : null;
   }
 

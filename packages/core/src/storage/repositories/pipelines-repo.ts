@@ -1,3 +1,4 @@
+import type { SqliteIdleReader } from '../sqlite-direct.js';
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { affected, fromJson, toJson, type Db } from '../sql-helpers.js';
 import type { Pipeline, PipelineState, TransformStep } from '../../domain.js';
@@ -24,7 +25,10 @@ const serialize = (patch: Partial<PipelineRow>): Record<string, unknown> =>
 
 /** Pipelines. Deleted pipelines stay as rows (`deleted_at`) so their runs and events keep a parent; every read skips them. */
 export class PipelinesRepo {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly idle?: SqliteIdleReader,
+  ) {}
 
   /** Stores a new pipeline (a live name taken in the workspace is a unique violation). */
   async insert(row: PipelineRow): Promise<void> {
@@ -33,7 +37,8 @@ export class PipelinesRepo {
 
   /** A live pipeline of the workspace. */
   async get(workspaceId: string, id: string): Promise<PipelineRow | null> {
-    const row = await this.db('pipelines').where({ workspace_id: workspaceId, id }).whereNull('deleted_at').first();
+    const direct = this.idle?.get('select * from pipelines where workspace_id = ? and id = ? and deleted_at is null', [workspaceId, id]);
+    const row = direct !== undefined ? direct : await this.db('pipelines').where({ workspace_id: workspaceId, id }).whereNull('deleted_at').first();
     return row ? map(row) : null;
   }
 

@@ -1,3 +1,4 @@
+import type { SqliteIdleReader } from '../sqlite-direct.js';
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { LeasedQueue } from '../leases.js';
 import { affected, toInt, type Db } from '../sql-helpers.js';
@@ -29,7 +30,11 @@ export class RunsRepo {
   /** The queue of runs waiting for an engine. */
   readonly queue: LeasedQueue;
 
-  constructor(private readonly db: Db, dialect: Dialect) {
+  constructor(
+    private readonly db: Db,
+    dialect: Dialect,
+    private readonly idle?: SqliteIdleReader,
+  ) {
     this.queue = new LeasedQueue(db, dialect, { table: 'runs', key: 'id' });
   }
 
@@ -63,6 +68,13 @@ export class RunsRepo {
   async latest(pipelineIds: readonly string[]): Promise<Map<string, RunRow>> {
     const out = new Map<string, RunRow>();
     if (pipelineIds.length === 0) return out;
+    if (pipelineIds.length === 1) {
+      // One pipeline (GET /v2/pipelines/{id}): its newest run by the id index, directly on SQLite when safe.
+      const direct = this.idle?.get('select * from runs where pipeline_id = ? order by id desc limit 1', [pipelineIds[0]]);
+      const row = direct !== undefined ? direct : ((await this.db('runs').where({ pipeline_id: pipelineIds[0] }).orderBy('id', 'desc').first()) as Record<string, unknown> | undefined);
+      if (row) out.set(String(row.pipeline_id), map(row));
+      return out;
+    }
     const latestIds = this.db('runs').max('id').whereIn('pipeline_id', pipelineIds).groupBy('pipeline_id');
     const rows = (await this.db('runs').whereIn('id', latestIds)) as Record<string, unknown>[];
     for (const row of rows) out.set(String(row.pipeline_id), map(row));
