@@ -1,0 +1,72 @@
+import { ConnectorError, type Clock, type Destination, type DestinationEvent, type WriteResult } from '@ferry/core';
+import type { OutboundClient } from './outbound.js';
+import { batchId, signatureHeaders } from './signature.js';
+
+/** What an open destination needs, resolved and checked when it is opened. */
+export interface DestinationSettings {
+  url: string;
+  /** HMAC key bytes of the signing secret. */
+  key: Buffer;
+  batchSize: number;
+  timeoutMs: number;
+  headers: Record<string, string>;
+  clock: Clock;
+  userAgent: string;
+}
+
+/** The wire form of one event (contract section 13). */
+function wire(event: DestinationEvent) {
+  return { id: event.id, type: event.type, occurred_at: event.occurredAt, payload: event.payload };
+}
+
+function rejectAll(count: number, code: string, message: string): WriteResult[] {
+  const error = new ConnectorError(code, message, { retryable: false });
+  return Array.from({ length: count }, () => ({ ok: false as const, error }));
+}
+
+/**
+ * A destination that POSTs each chunk of `batchSize` events as one signed request. A 2xx accepts
+ * the chunk; 408, 429, 5xx, a timeout or a network error fail the whole write as retryable; any
+ * other status (3xx included: redirects are never followed) rejects the chunk's events.
+ */
+export function webhookDestination(settings: DestinationSettings, client: OutboundClient): Destination {
+  return {
+    async write(events, signal) {
+      const results: WriteResult[] = [];
+      for (let start = 0; start < events.length; start += settings.batchSize) {
+        const chunk = events.slice(start, start + settings.batchSize);
+        results.push(...(await sendChunk(chunk, settings, client, signal)));
+      }
+      return results;
+    },
+  };
+}
+
+async function sendChunk(chunk: readonly DestinationEvent[], s: DestinationSettings, client: OutboundClient, signal: AbortSignal): Promise<WriteResult[]> {
+  const single = s.batchSize === 1;
+  const body = JSON.stringify(single ? wire(chunk[0]!) : { events: chunk.map(wire) });
+  const id = single ? chunk[0]!.id : batchId(chunk.map((e) => e.id));
+  const headers = {
+    ...s.headers,
+    'content-type': 'application/json',
+    'user-agent': s.userAgent,
+    ...signatureHeaders(s.key, id, Math.floor(s.clock.now() / 1000), body),
+  };
+  const outcome = await client.send({ url: s.url, method: 'POST', headers, body, timeoutMs: s.timeoutMs, signal });
+  switch (outcome.kind) {
+    case 'timeout':
+      throw new ConnectorError('timeout', `The webhook receiver did not answer within ${s.timeoutMs} ms.`, { retryable: true });
+    case 'network':
+      throw new ConnectorError('unreachable', `The webhook receiver could not be reached (${outcome.code}).`, { retryable: true });
+    case 'blocked':
+      return rejectAll(chunk.length, 'url_not_allowed', 'The webhook URL resolves to a private or reserved address.');
+    case 'response': {
+      const status = outcome.status;
+      if (status >= 200 && status < 300) return chunk.map(() => ({ ok: true as const }));
+      if (status === 408 || status === 429 || status >= 500) {
+        throw new ConnectorError(status === 429 ? 'throttled' : 'receiver_failed', `HTTP ${status}`, { retryable: true });
+      }
+      return rejectAll(chunk.length, 'rejected', `HTTP ${status}`);
+    }
+  }
+}

@@ -1,0 +1,132 @@
+import {
+  ConnectorError,
+  defineConnector,
+  generateWebhookSecret,
+  webhookSecretBytes,
+  type ConnectorDefinition,
+  type ConnectorDirection,
+} from '@ferry/core';
+import {
+  allowList,
+  DEFAULT_BATCH_SIZE,
+  DEFAULT_TIMEOUT_MS,
+  prepareWebhookConfig,
+  urlProblem,
+  validateWebhookConfig,
+  webhookConfigSchema,
+  type WebhookConfig,
+} from './config.js';
+import { webhookDestination } from './destination.js';
+import { outboundClient } from './outbound.js';
+
+/** This plugin's version, also sent in `User-Agent`. */
+export const WEBHOOK_PLUGIN_VERSION = '0.1.0';
+
+/** Options of {@link webhook}. */
+export interface WebhookOptions {
+  /**
+   * The fetch to send requests with. By default the plugin uses its own undici agent, which
+   * refuses private and reserved addresses at connect time; a custom fetch takes over that check.
+   */
+  fetch?: typeof fetch;
+  /**
+   * Hosts or CIDRs a destination may reach over plain http and despite being private or
+   * loopback (local development, tests), with the same syntax as the engine's `outboundAllow`;
+   * `true` allows every host. Default: https to public addresses only. The plugin needs its own
+   * list because the connector context does not carry the engine's yet.
+   */
+  allowHttp?: boolean | readonly string[];
+}
+
+/** The `webhook` connector definition, with the create-time hook the core is about to call. */
+export type WebhookConnector = ConnectorDefinition<typeof webhookConfigSchema> & {
+  /**
+   * Completes a config before it is stored on create: generates `signing_secret` when it is
+   * omitted. Returns a new object; the input is not changed.
+   */
+  prepareConfig(config: WebhookConfig, direction: ConnectorDirection): WebhookConfig;
+};
+
+/**
+ * The `webhook` connector type (contract sections 11 and 13). As a destination it POSTs event
+ * batches to `url`, signed with the connector's `signing_secret` the Standard Webhooks way. As a
+ * source, events arrive at the core's ingest endpoint; this plugin does not read them yet.
+ *
+ * @example
+ * ```ts
+ * const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [webhook()] });
+ * ```
+ */
+export function webhook(options: WebhookOptions = {}): WebhookConnector {
+  const allow = allowList(options.allowHttp);
+  const client = outboundClient(allow, options.fetch);
+  const userAgent = `ferry-webhook/${WEBHOOK_PLUGIN_VERSION}`;
+
+  const definition = defineConnector({
+    type: 'webhook',
+    version: WEBHOOK_PLUGIN_VERSION,
+    directions: ['source', 'destination', 'bidirectional'],
+    configSchema: webhookConfigSchema,
+
+    validateConfig: (config, direction) => validateWebhookConfig(config, direction, allow),
+
+    async check(ctx) {
+      const url = ctx.config.url;
+      // A pure source has nothing to reach: its endpoint is the engine's own.
+      if (url === undefined) return { health: 'healthy', latencyMs: 0 };
+      const refused = urlProblem(url, allow);
+      if (refused) return { health: 'down', latencyMs: 0, error: { code: 'url_not_allowed', message: refused } };
+      const timeoutMs = ctx.config.timeout_ms ?? DEFAULT_TIMEOUT_MS;
+      const started = ctx.clock.now();
+      const outcome = await client.send({ url, method: 'HEAD', headers: { 'user-agent': userAgent }, timeoutMs, signal: ctx.signal });
+      const latencyMs = Math.max(0, ctx.clock.now() - started);
+      switch (outcome.kind) {
+        // Any answer, even 404 or 405 to a HEAD, proves the receiver is reachable.
+        case 'response':
+          return { health: 'healthy', latencyMs };
+        case 'timeout':
+          return { health: 'down', latencyMs, error: { code: 'timeout', message: `No answer within ${timeoutMs} ms.` } };
+        case 'blocked':
+          return { health: 'down', latencyMs, error: { code: 'url_not_allowed', message: 'The URL resolves to a private or reserved address.' } };
+        case 'network':
+          return { health: 'down', latencyMs, error: { code: 'unreachable', message: `The receiver could not be reached (${outcome.code}).` } };
+      }
+    },
+
+    destination(ctx) {
+      const { url, signing_secret: secret } = ctx.config;
+      const invalid = (message: string) => new ConnectorError('configuration_invalid', message, { retryable: false });
+      if (url === undefined) throw invalid('A webhook destination needs a url.');
+      const refused = urlProblem(url, allow);
+      if (refused) throw new ConnectorError('url_not_allowed', refused, { retryable: false });
+      const key = secret === undefined ? null : webhookSecretBytes(secret);
+      if (!key) throw invalid('The connector has no valid signing_secret.');
+      return webhookDestination(
+        {
+          url,
+          key,
+          batchSize: ctx.config.batch_size ?? DEFAULT_BATCH_SIZE,
+          timeoutMs: ctx.config.timeout_ms ?? DEFAULT_TIMEOUT_MS,
+          headers: { ...ctx.config.headers },
+          clock: ctx.clock,
+          userAgent,
+        },
+        client,
+      );
+    },
+
+    async rotate(_ctx, input) {
+      const given = input.config?.signing_secret;
+      if (given === undefined) return { signing_secret: generateWebhookSecret() };
+      if (typeof given !== 'string' || !webhookSecretBytes(given)) {
+        throw new ConnectorError('invalid_secret', 'signing_secret must be `whsec_` followed by standard base64 of 24 to 64 bytes.', { retryable: false });
+      }
+      return { signing_secret: given };
+    },
+  });
+
+  return Object.freeze({
+    ...definition,
+    prepareConfig: (config: WebhookConfig, _direction: ConnectorDirection) => prepareWebhookConfig(config),
+  });
+}
