@@ -1,0 +1,199 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import {
+  ConnectorError,
+  generateWebhookSecret,
+  silentLogger,
+  webhookSecretBytes,
+  type Clock,
+  type DestinationEvent,
+  type PipelineConnectorContext,
+} from '@ferry/core';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { webhook, type WebhookConfig } from './index.js';
+import { outboundClient } from './outbound.js';
+import { startReceiver, type ReceivedRequest, type TestReceiver } from './test-receiver.js';
+
+const NOW_MS = 1_760_000_000_123;
+const clock: Clock = { now: () => NOW_MS, setTimeout: () => ({ cancel: () => undefined }) };
+const secret = generateWebhookSecret();
+const plugin = webhook({ allowHttp: ['127.0.0.1'] });
+
+function ctx(config: WebhookConfig): PipelineConnectorContext<WebhookConfig> {
+  return { config, connectorId: 'con_1', workspaceId: 'default', pipelineId: 'pip_1', logger: silentLogger, clock, signal: new AbortController().signal };
+}
+
+function events(n: number): DestinationEvent[] {
+  return Array.from({ length: n }, (_, i) => ({ id: `evt_${i}`, type: 'order.created', occurredAt: '2025-01-01T00:00:00.000Z', payload: { n: i } }));
+}
+
+/** Verifies a request's signature independently of the plugin's own code. */
+function verify(request: ReceivedRequest, signingSecret: string): boolean {
+  const key = Buffer.from(signingSecret.slice('whsec_'.length), 'base64');
+  const expected = createHmac('sha256', key).update(`${request.headers['webhook-id']}.${request.headers['webhook-timestamp']}.${request.body}`).digest();
+  const header = String(request.headers['webhook-signature']);
+  return header.split(' ').some((sig) => {
+    const [version, mac] = sig.split(',');
+    const given = Buffer.from(mac ?? '', 'base64');
+    return version === 'v1' && given.length === expected.length && timingSafeEqual(given, expected);
+  });
+}
+
+async function open(config: Partial<WebhookConfig>) {
+  return plugin.destination!(ctx({ signing_secret: secret, url: receiver.url, ...config }));
+}
+
+let receiver: TestReceiver;
+beforeAll(async () => {
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await receiver.close();
+});
+beforeEach(() => {
+  receiver.requests.length = 0;
+  receiver.reply(() => ({ status: 200 }));
+});
+
+describe('webhook destination', () => {
+  it('sends chunks of batch_size as { events } bodies, signed with the connector secret', async () => {
+    const destination = await open({ batch_size: 2, headers: { Authorization: 'Bearer s3cret-token' } });
+    const results = await destination.write(events(5), new AbortController().signal);
+    expect(results).toEqual(Array.from({ length: 5 }, () => ({ ok: true })));
+    expect(receiver.requests).toHaveLength(3);
+    const bodies = receiver.requests.map((r) => JSON.parse(r.body) as { events: { id: string }[] });
+    expect(bodies.map((b) => b.events.map((e) => e.id))).toEqual([['evt_0', 'evt_1'], ['evt_2', 'evt_3'], ['evt_4']]);
+    expect(bodies[0]!.events[1]).toEqual({ id: 'evt_1', type: 'order.created', occurred_at: '2025-01-01T00:00:00.000Z', payload: { n: 1 } });
+    for (const r of receiver.requests) {
+      expect(r.method).toBe('POST');
+      expect(r.headers['content-type']).toBe('application/json');
+      expect(r.headers.authorization).toBe('Bearer s3cret-token');
+      expect(r.headers['webhook-timestamp']).toBe(String(Math.floor(NOW_MS / 1000)));
+      expect(r.headers['webhook-id']).toMatch(/^bat_[0-9a-f]{26}$/);
+      expect(r.headers['x-service-signature']).toBe(r.headers['webhook-signature']);
+      expect(verify(r, secret)).toBe(true);
+      expect(verify(r, generateWebhookSecret())).toBe(false);
+    }
+    // Distinct batches get distinct ids; the same batch sent again gets the same one.
+    const ids = receiver.requests.map((r) => r.headers['webhook-id']);
+    expect(new Set(ids).size).toBe(3);
+    await destination.write(events(2), new AbortController().signal);
+    expect(receiver.requests[3]!.headers['webhook-id']).toBe(ids[0]);
+  });
+
+  it('sends one event per request as the bare event when batch_size is 1, with the event id as webhook-id', async () => {
+    const destination = await open({ batch_size: 1 });
+    expect(await destination.write(events(2), new AbortController().signal)).toEqual([{ ok: true }, { ok: true }]);
+    expect(receiver.requests.map((r) => JSON.parse(r.body))).toEqual([
+      { id: 'evt_0', type: 'order.created', occurred_at: '2025-01-01T00:00:00.000Z', payload: { n: 0 } },
+      { id: 'evt_1', type: 'order.created', occurred_at: '2025-01-01T00:00:00.000Z', payload: { n: 1 } },
+    ]);
+    expect(receiver.requests.map((r) => r.headers['webhook-id'])).toEqual(['evt_0', 'evt_1']);
+    expect(receiver.requests.every((r) => verify(r, secret))).toBe(true);
+  });
+
+  it('signs with the key bytes of a 24-byte secret too', async () => {
+    const short = `whsec_${Buffer.alloc(24, 9).toString('base64')}`;
+    expect(webhookSecretBytes(short)).not.toBeNull();
+    const destination = await open({ signing_secret: short });
+    await destination.write(events(1), new AbortController().signal);
+    expect(verify(receiver.requests[0]!, short)).toBe(true);
+  });
+
+  it('throws a retryable error on 500, 429 and 408', async () => {
+    const destination = await open({});
+    for (const status of [500, 503, 429, 408]) {
+      receiver.reply(() => ({ status }));
+      const error = await destination.write(events(3), new AbortController().signal).then(() => null, (e: unknown) => e);
+      expect(error).toBeInstanceOf(ConnectorError);
+      expect((error as ConnectorError).retryable).toBe(true);
+      expect((error as ConnectorError).message).toBe(`HTTP ${status}`);
+    }
+  });
+
+  it('rejects every event of a chunk answered with another 4xx, not retryable', async () => {
+    receiver.reply((r) => ({ status: (JSON.parse(r.body) as { events: { id: string }[] }).events[0]!.id === 'evt_2' ? 400 : 204 }));
+    const destination = await open({ batch_size: 2 });
+    const results = await destination.write(events(4), new AbortController().signal);
+    expect(results.map((r) => r.ok)).toEqual([true, true, false, false]);
+    const failed = results[2]!;
+    expect(failed.ok).toBe(false);
+    if (!failed.ok) {
+      expect(failed.error).toBeInstanceOf(ConnectorError);
+      expect(failed.error.code).toBe('rejected');
+      expect(failed.error.message).toBe('HTTP 400');
+      expect(failed.error.retryable).toBe(false);
+    }
+  });
+
+  it('treats a redirect as a failure and never follows it', async () => {
+    receiver.reply((r) => (r.path === '/hook' ? { status: 302, headers: { location: '/elsewhere' } } : { status: 200 }));
+    const destination = await open({ batch_size: 1 });
+    const [result] = await destination.write(events(1), new AbortController().signal);
+    expect(result!.ok).toBe(false);
+    if (!result!.ok) expect([result!.error.code, result!.error.message]).toEqual(['rejected', 'HTTP 302']);
+    expect(receiver.requests.map((r) => r.path)).toEqual(['/hook']);
+  });
+
+  it('reads at most 4 KiB of a large response body', async () => {
+    receiver.reply(() => ({ status: 200, body: 'x'.repeat(1024 * 1024) }));
+    const destination = await open({});
+    expect(await destination.write(events(1), new AbortController().signal)).toEqual([{ ok: true }]);
+  });
+
+  it('throws a retryable timeout when the receiver never answers', async () => {
+    receiver.reply(() => 'hang');
+    const destination = await open({ timeout_ms: 1000 });
+    const error = await destination.write(events(1), new AbortController().signal).then(() => null, (e: unknown) => e);
+    expect(error).toBeInstanceOf(ConnectorError);
+    expect([(error as ConnectorError).code, (error as ConnectorError).retryable]).toEqual(['timeout', true]);
+  });
+
+  it('throws a retryable error when the receiver is unreachable, without secrets in the message', async () => {
+    const closed = await startReceiver();
+    await closed.close();
+    const destination = await open({ url: closed.url, headers: { Authorization: 'Bearer s3cret-token' } });
+    const error = await destination.write(events(1), new AbortController().signal).then(() => null, (e: unknown) => e);
+    expect(error).toBeInstanceOf(ConnectorError);
+    expect([(error as ConnectorError).code, (error as ConnectorError).retryable]).toEqual(['unreachable', true]);
+    expect((error as Error).message).not.toContain('s3cret');
+    expect((error as Error).message).not.toContain(secret);
+  });
+
+  it('passes the caller abort through instead of turning it into a timeout', async () => {
+    receiver.reply(() => 'hang');
+    const destination = await open({ timeout_ms: 60_000 });
+    const abort = new AbortController();
+    const writing = destination.write(events(1), abort.signal).then(() => null, (e: unknown) => e);
+    await new Promise<void>((resolve) => {
+      const poll = () => (receiver.requests.length > 0 ? resolve() : setImmediate(poll));
+      poll();
+    });
+    abort.abort(new Error('engine stopping'));
+    expect(((await writing) as Error).message).toBe('engine stopping');
+  });
+
+  it('refuses to open without a url, without a valid secret, or with a url the policy refuses', async () => {
+    const codeOf = async (config: WebhookConfig, p = plugin) => {
+      try {
+        await p.destination!(ctx(config));
+        return null;
+      } catch (e) {
+        return [(e as ConnectorError).code, (e as ConnectorError).retryable];
+      }
+    };
+    expect(await codeOf({ signing_secret: secret })).toEqual(['configuration_invalid', false]);
+    expect(await codeOf({ url: receiver.url })).toEqual(['configuration_invalid', false]);
+    expect(await codeOf({ url: receiver.url, signing_secret: 'whsec_bad' })).toEqual(['configuration_invalid', false]);
+    expect(await codeOf({ url: receiver.url, signing_secret: secret }, webhook())).toEqual(['url_not_allowed', false]);
+  });
+
+  it('refuses at connect time a host name that resolves to a loopback address, unless allowed', async () => {
+    // The client skips the URL rules (they run on open), so only the resolved-address check stands
+    // between a name and the loopback receiver here.
+    const byName = receiver.url.replace('127.0.0.1', 'localhost');
+    expect(await outboundClient([]).send({ url: byName, method: 'POST', body: '{}', timeoutMs: 5000 })).toEqual({ kind: 'blocked' });
+    expect(await outboundClient(['127.0.0.1']).send({ url: byName, method: 'POST', body: '{}', timeoutMs: 5000 })).toEqual({ kind: 'response', status: 200 });
+    expect(await outboundClient(['localhost']).send({ url: byName, method: 'HEAD', timeoutMs: 5000 })).toEqual({ kind: 'response', status: 200 });
+    expect(receiver.requests).toHaveLength(2);
+  });
+});

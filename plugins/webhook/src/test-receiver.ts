@@ -1,0 +1,57 @@
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One request the receiver got. */
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** What the receiver answers: a status (with headers), or `hang` to never answer. */
+export type Reply = { status: number; headers?: Record<string, string>; body?: string } | 'hang';
+
+/** A real loopback HTTP receiver for the plugin's tests (port 0, 127.0.0.1). */
+export interface TestReceiver {
+  url: string;
+  requests: ReceivedRequest[];
+  /** Sets what every following request gets; default 200. */
+  reply(fn: (request: ReceivedRequest) => Reply): void;
+  close(): Promise<void>;
+}
+
+/** Starts a {@link TestReceiver}. */
+export async function startReceiver(): Promise<TestReceiver> {
+  const requests: ReceivedRequest[] = [];
+  const hanging = new Set<ServerResponse>();
+  let replyFn: (request: ReceivedRequest) => Reply = () => ({ status: 200 });
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const received = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      requests.push(received);
+      const reply = replyFn(received);
+      if (reply === 'hang') {
+        hanging.add(res);
+        return;
+      }
+      res.writeHead(reply.status, reply.headers).end(reply.body ?? '');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    requests,
+    reply: (fn) => {
+      replyFn = fn;
+    },
+    close: async () => {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
