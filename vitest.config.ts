@@ -37,6 +37,10 @@ export default defineConfig({
       },
       {
         extends: true,
+        test: { name: 'plugins', include: ['plugins/*/src/**/*.test.ts'] },
+      },
+      {
+        extends: true,
         test: { name: 'examples', include: ['examples/*/src/**/*.test.ts', 'examples/*/*.test.ts'] },
       },
       {
