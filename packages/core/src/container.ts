@@ -4,6 +4,7 @@ import type { EngineContext } from './engine-context.js';
 import { ApiKeysService } from './services/api-keys-service.js';
 import { ConnectorsService } from './services/connectors-service.js';
 import { EventsService } from './services/events-service.js';
+import { IngestService } from './services/ingest-service.js';
 import { PipelinesService } from './services/pipelines-service.js';
 import { WebhooksService } from './services/webhooks-service.js';
 import { WorkspacesService } from './services/workspaces-service.js';
@@ -32,5 +33,6 @@ export function createEngineContainer(context: EngineContext): DependencyContain
   singleton(PipelinesService);
   singleton(EventsService);
   singleton(WebhooksService);
+  singleton(IngestService);
   return c;
 }

@@ -17,6 +17,7 @@ import type { FerryPlugin } from './plugin/types.js';
 import { ApiKeysService } from './services/api-keys-service.js';
 import { ConnectorsService } from './services/connectors-service.js';
 import { EventsService } from './services/events-service.js';
+import { IngestService } from './services/ingest-service.js';
 import { PipelinesService } from './services/pipelines-service.js';
 import { WebhooksService } from './services/webhooks-service.js';
 import { WorkspacesService } from './services/workspaces-service.js';
@@ -69,6 +70,8 @@ export class Engine {
   readonly webhooks: WebhooksService;
   /** API keys. */
   readonly apiKeys: ApiKeysService;
+  /** Events received for webhook source connectors (`POST /v2/ingest/{connector_id}`). */
+  readonly ingest: IngestService;
   /** Workspaces. */
   readonly workspaces: WorkspacesService;
   /** Every platform event this engine records, after commit, as an RxJS stream. */
@@ -129,6 +132,7 @@ export class Engine {
     this.webhooks = this.guard(this.container.resolve(WebhooksService));
     this.apiKeys = this.guard(this.container.resolve(ApiKeysService));
     this.workspaces = this.guard(this.container.resolve(WorkspacesService));
+    this.ingest = this.guard(this.container.resolve(IngestService));
   }
 
   /**

@@ -43,6 +43,16 @@ export {
   type GeneratedApiKey,
 } from './crypto/api-key.js';
 export { generateWebhookSecret, webhookSecretBytes, WEBHOOK_SECRET_PREFIX } from './crypto/webhook-secret.js';
+export {
+  signWebhook,
+  webhookHeaders,
+  verifyWebhook,
+  WebhookVerificationError,
+  WEBHOOK_TOLERANCE_SECONDS,
+  type WebhookMessage,
+  type VerifyWebhookOptions,
+  type WebhookVerificationReason,
+} from './crypto/webhook-signature.js';
 
 export * from './domain.js';
 export type { ConnectorsService } from './services/connectors-service.js';
@@ -51,6 +61,7 @@ export type { EventsService } from './services/events-service.js';
 export type { WebhooksService } from './services/webhooks-service.js';
 export type { ApiKeysService } from './services/api-keys-service.js';
 export type { WorkspacesService } from './services/workspaces-service.js';
+export { MAX_INGEST_EVENTS, type IngestService, type IngestResult } from './services/ingest-service.js';
 export type { PlatformEventListener } from './platform-event-bus.js';
 
 export { defineConnector, defineTransform } from './plugin/define.js';

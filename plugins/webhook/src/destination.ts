@@ -1,17 +1,25 @@
-import { ConnectorError, type Clock, type Destination, type DestinationEvent, type WriteResult } from '@ferry/core';
+import { createHash } from 'node:crypto';
+import { ConnectorError, webhookHeaders, type Clock, type Destination, type DestinationEvent, type WriteResult } from '@ferry/core';
 import type { OutboundClient } from './outbound.js';
-import { batchId, signatureHeaders } from './signature.js';
 
 /** What an open destination needs, resolved and checked when it is opened. */
 export interface DestinationSettings {
   url: string;
-  /** HMAC key bytes of the signing secret. */
-  key: Buffer;
+  /** The connector's signing secret (`whsec_...`). */
+  secret: string;
   batchSize: number;
   timeoutMs: number;
   headers: Record<string, string>;
   clock: Clock;
   userAgent: string;
+}
+
+/**
+ * The `webhook-id` of a batch request: derived from its event ids, so a batch sent again after a
+ * failure carries the same id and receivers can deduplicate it like a single event.
+ */
+export function batchId(eventIds: readonly string[]): string {
+  return 'bat_' + createHash('sha256').update(eventIds.join('\n')).digest('hex').slice(0, 26);
 }
 
 /** The wire form of one event (contract section 13). */
@@ -50,7 +58,7 @@ async function sendChunk(chunk: readonly DestinationEvent[], s: DestinationSetti
     ...s.headers,
     'content-type': 'application/json',
     'user-agent': s.userAgent,
-    ...signatureHeaders(s.key, id, Math.floor(s.clock.now() / 1000), body),
+    ...webhookHeaders({ id, timestamp: Math.floor(s.clock.now() / 1000), body }, [s.secret]),
   };
   const outcome = await client.send({ url: s.url, method: 'POST', headers, body, timeoutMs: s.timeoutMs, signal });
   switch (outcome.kind) {

@@ -99,12 +99,11 @@ export function webhook(options: WebhookOptions = {}): WebhookConnector {
       if (url === undefined) throw invalid('A webhook destination needs a url.');
       const refused = urlProblem(url, allow);
       if (refused) throw new ConnectorError('url_not_allowed', refused, { retryable: false });
-      const key = secret === undefined ? null : webhookSecretBytes(secret);
-      if (!key) throw invalid('The connector has no valid signing_secret.');
+      if (secret === undefined || !webhookSecretBytes(secret)) throw invalid('The connector has no valid signing_secret.');
       return webhookDestination(
         {
           url,
-          key,
+          secret,
           batchSize: ctx.config.batch_size ?? DEFAULT_BATCH_SIZE,
           timeoutMs: ctx.config.timeout_ms ?? DEFAULT_TIMEOUT_MS,
           headers: { ...ctx.config.headers },

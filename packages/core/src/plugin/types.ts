@@ -147,6 +147,12 @@ export interface ConnectorDefinition<TSchemaT extends TObject = TObject> {
    * field problems with pointers relative to the config; called on create and on every update.
    */
   validateConfig?(config: Static<TSchemaT>, direction: ConnectorDirection): { pointer: string; code: string; detail: string }[];
+  /**
+   * Completes a new connector's config before it is validated and stored: fills in what the
+   * connector generates itself (a webhook's signing secret). Called on create only, with a config
+   * the schema accepted; must not perform I/O. Returns the config to store.
+   */
+  prepareConfig?(config: Static<TSchemaT>, direction: ConnectorDirection): Static<TSchemaT>;
   /** A live connection check. */
   check?(ctx: ConnectorContext<Static<TSchemaT>>): Promise<CheckResult>;
   /** Opens the source side for one pipeline. */

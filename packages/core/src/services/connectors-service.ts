@@ -40,15 +40,18 @@ export class ConnectorsService {
       const detail = `A ${input.type} connector cannot be ${input.direction}; it supports ${plugin.definition.directions.join(', ')}.`;
       throw new FerryError('invalid_direction', detail, { errors: [{ pointer: '/direction', code: 'invalid_direction', detail }] });
     }
-    this.validateConfig(plugin, input.config, input.direction);
     // "********" is what responses show in place of a secret; as a new value it is a mistake.
     const placeholders = splitSecrets(input.config, plugin.secretPaths).secrets.filter((s) => s.value === REDACTED);
     if (placeholders.length > 0) {
       throw validationError(placeholders.map((s) => ({ pointer: `/config/${s.path.join('/')}`, code: 'redacted_value', detail: 'This is the redacted placeholder, not a value; send the secret itself.' })));
     }
+    // Fields the plugin generates itself (a webhook's signing secret), on a config the schema accepts.
+    const prepare = plugin.definition.prepareConfig;
+    const config = prepare && schemaErrors(plugin.definition.configSchema, input.config).length === 0 ? (prepare(structuredClone(input.config), input.direction) as JsonObject) : input.config;
+    this.validateConfig(plugin, config, input.direction);
     const id = this.ctx.ids.create('connector');
     const now = nowIso(this.ctx);
-    const split = splitSecrets(input.config, plugin.secretPaths);
+    const split = splitSecrets(config, plugin.secretPaths);
     const row: ConnectorRow = {
       id,
       workspace_id: workspaceId,

@@ -8,7 +8,7 @@ import { inputSchemas, readOnlyFields } from '../schemas.js';
 import type { Repositories } from '../storage/ferry-storage.js';
 import { isUniqueViolation } from '../storage/sql-helpers.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
-import type { RunRow } from '../storage/repositories/runs-repo.js';
+import type { NewRun, RunRow } from '../storage/repositories/runs-repo.js';
 import { schemaErrors } from '../validation.js';
 import type { TSchema } from '@sinclair/typebox';
 
@@ -188,6 +188,34 @@ export class PipelinesService {
     }
     await repos.pipelines.markDeleted(row.workspace_id, row.id, now);
     emit(row.workspace_id, 'pipeline.deleted', { pipeline_id: row.id });
+  }
+
+  /**
+   * Queues a run of an active scheduled pipeline now (`POST /v2/pipelines/{id}/runs`), besides
+   * its schedule. A draft, paused or deleting pipeline, or a streaming one (it runs all the time),
+   * is `invalid_state_transition` with its state. Returns the queued run.
+   */
+  async triggerRun(workspaceId: string, id: string): Promise<Run> {
+    const run = await transact(this.ctx, async (repos) => {
+      // A pause racing this may leave a queued run behind; the runner checks the state when it claims one.
+      const row = await repos.pipelines.get(workspaceId, id);
+      if (!row) throw notFound('pipeline', id);
+      if (row.state !== 'active') {
+        throw new FerryError('invalid_state_transition', `Only an active pipeline can run; this one is ${row.state}.`, { currentStatus: row.state });
+      }
+      if (row.schedule === null) {
+        throw new FerryError('invalid_state_transition', 'A streaming pipeline runs continuously; only scheduled pipelines take manual runs.', {
+          currentStatus: row.state,
+        });
+      }
+      const now = nowIso(this.ctx);
+      // No tick: manual runs never collide with scheduled ones (unique per pipeline and tick).
+      const newRun: NewRun = { id: this.ctx.ids.create('run'), workspace_id: workspaceId, pipeline_id: id, trigger: 'manual', scheduled_for: null, status: 'queued', created_at: now };
+      await repos.runs.insert(newRun);
+      return (await repos.runs.get(workspaceId, newRun.id))!;
+    });
+    this.hooks.changed(id);
+    return presentRun(run);
   }
 
   /** Runs of a pipeline, oldest first. */

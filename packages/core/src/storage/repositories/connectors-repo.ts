@@ -60,6 +60,12 @@ export class ConnectorsRepo {
     return row ? map(row) : null;
   }
 
+  /** A connector by id in any workspace: for the ingest endpoint, which a connector's own secret authenticates. */
+  async getAnyWorkspace(id: string): Promise<ConnectorRow | null> {
+    const row = await this.db('connectors').where({ id }).first();
+    return row ? map(row) : null;
+  }
+
   /** Connectors of a workspace by id, optionally of one type. */
   async list(
     workspaceId: string,

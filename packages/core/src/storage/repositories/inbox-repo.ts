@@ -30,6 +30,16 @@ export class InboxRepo {
     await this.db('webhook_inbox').insert(rows.map((r) => ({ ...r, occurred_at: canonicalTimestamp(r.occurred_at), payload: toJson(r.payload) }))).onConflict(['connector_id', 'message_id']).ignore();
   }
 
+  /** Ids of the stored events with these message ids (first arrivals win), in no particular order. */
+  async idsOf(connectorId: string, messageIds: readonly string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    for (let i = 0; i < messageIds.length; i += 500) {
+      const rows = (await this.db('webhook_inbox').where({ connector_id: connectorId }).whereIn('message_id', messageIds.slice(i, i + 500)).select('id', 'message_id')) as { id: string; message_id: string }[];
+      for (const row of rows) out.set(row.message_id, row.id);
+    }
+    return out;
+  }
+
   /** Events of a connector after position `seq`, oldest first. */
   async readAfter(connectorId: string, seq: number, limit: number): Promise<InboxEntry[]> {
     const rows = (await this.db('webhook_inbox').where({ connector_id: connectorId }).andWhere('seq', '>', seq).orderBy('seq').limit(limit)) as Record<string, unknown>[];
