@@ -111,8 +111,8 @@ export interface TestApi {
  * servers. The real plugins (@ferry/webhook, @ferry/postgres, ...) are tested in their own
  * packages and come to the API with issue 6; these only mimic their config shapes:
  *
- * - `webhook`: every direction; `{ signing_secret?: secret, url?: string }`; body-less rotation
- *   generates a new signing secret.
+ * - `webhook`: every direction; `{ signing_secret?: secret, url?: string }`; a signing secret is
+ *   generated when omitted, and body-less rotation generates a new one.
  * - `postgres`: source or destination; `{ host, password: secret, database? }`; the check is
  *   healthy unless `host` is `down.invalid` (then a retryable `ConnectorError`); rotation needs
  *   a new `password` in the body (it cannot generate one).
@@ -126,6 +126,8 @@ export function testPlugins(): FerryPlugin[] {
       { signing_secret: Type.Optional(Secret(Type.String())), url: Type.Optional(Type.String()) },
       { additionalProperties: false },
     ),
+    // As the real plugin does (contract section 13): a signing secret is generated when omitted.
+    prepareConfig: (config) => (config.signing_secret === undefined ? { ...config, signing_secret: generateWebhookSecret() } : config),
     check: async () => ({ health: 'healthy', latencyMs: 1 }),
     rotate: async (_ctx, input) => ({ signing_secret: input.config?.signing_secret ?? generateWebhookSecret() }),
     source: () => ({ read: async (checkpoint) => ({ records: [], checkpoint }) }),
