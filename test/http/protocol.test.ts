@@ -27,7 +27,8 @@ describeMatrix('protocol', (ctx) => {
 
   it('a body with another content type, or none, is 415 unsupported_media_type', async () => {
     const raw = JSON.stringify(connectorBody);
-    for (const headers of [{ 'content-type': 'text/plain' }, { 'content-type': 'application/x-www-form-urlencoded' }, {}]) {
+    const variants: Array<Record<string, string>> = [{ 'content-type': 'text/plain' }, { 'content-type': 'application/x-www-form-urlencoded' }, {}];
+    for (const headers of variants) {
       const res = await ctx.api.request('POST', '/v2/connectors', { raw, headers });
       expectProblem(res, 415, 'unsupported_media_type');
     }
