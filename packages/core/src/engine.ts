@@ -183,6 +183,7 @@ export class Engine {
       throw error;
     }
     this.lifecycle = 'running';
+    await this.container.resolve(ConnectorsService).recoverRotations();
     this.logger.info({ storage: this.storage.description, instance_id: this.instanceId }, 'ferry engine started');
   }
 

@@ -1,7 +1,7 @@
 import type { CheckResult, ConnectorContext, JsonObject } from '../plugin/types.js';
 import type { Connector, CreateConnectorInput, Page, PageParams, UpdateConnectorInput } from '../domain.js';
 import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../engine-context.js';
-import { FerryError, notFound, validationError } from '../errors.js';
+import { FerryError, isFerryError, notFound, validationError, type FieldError } from '../errors.js';
 import { paginate } from '../pagination.js';
 import { joinSecrets, mergeConfig, scrub, secretStrings, splitSecrets, type SplitConfig } from '../plugin/config-secrets.js';
 import type { RegisteredConnector } from '../plugin/registry.js';
@@ -9,7 +9,9 @@ import { REDACTED } from '../plugin/secret.js';
 import { inputSchemas, readOnlyFields } from '../schemas.js';
 import type { ConnectorRow } from '../storage/repositories/connectors-repo.js';
 import { assertSchema, schemaErrors } from '../validation.js';
+import { Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import type { PipelineLifecycleHooks } from './pipelines-service.js';
 
 /** A connector with its config in clear, as plugins receive it. Internal to the engine. */
 export interface OpenedConnector {
@@ -21,6 +23,30 @@ export interface OpenedConnector {
   secretValues: string[];
 }
 
+/** Input of {@link ConnectorsService.rotate}. */
+export interface RotateConnectorInput {
+  /** New values of secret config fields; absent when the plugin generates them. */
+  config?: JsonObject;
+}
+
+/** What a completed rotation answers (contract section 5.1). */
+export interface ConnectorRotationResult {
+  connector: Connector;
+  rotation: { status: 'completed'; paused_pipeline_ids: string[]; started_at: string; completed_at: string };
+}
+
+/** The recovery record kept in `connectors.rotation_state` while a rotation runs. */
+interface RotationState {
+  /** The previous sealed secrets, restored when the rotation fails or a crash interrupts it. */
+  previous_secrets: string | null;
+  previous_health: ConnectorRow['health'];
+  paused_pipeline_ids: string[];
+}
+
+const ROTATE_INPUT = Type.Object({ config: Type.Optional(Type.Object({}, { additionalProperties: true })) }, { additionalProperties: false });
+/** A rotation running longer than this is taken for one a crash interrupted. */
+const ROTATION_STALE_MS = 15 * 60 * 1000;
+
 /** How long a connection check may take before it counts as failed. */
 const CHECK_TIMEOUT_MS = 10_000;
 
@@ -29,7 +55,14 @@ const CHECK_TIMEOUT_MS = 10_000;
  * the way out, and live checks through the plugin (contract section 5).
  */
 export class ConnectorsService {
+  private hooks: PipelineLifecycleHooks = { drain: async () => undefined, changed: () => undefined };
+
   constructor(private readonly ctx: EngineContext) {}
+
+  /** Used by the runtime: a rotation lets the in-flight batches of the pipelines it pauses finish. */
+  setLifecycleHooks(hooks: PipelineLifecycleHooks): void {
+    this.hooks = hooks;
+  }
 
   /** Creates a connector (`validation_failed`, `invalid_direction`). */
   async create(workspaceId: string, input: CreateConnectorInput): Promise<Connector> {
@@ -198,6 +231,138 @@ export class ConnectorsService {
       }
       if (error) emit(row.workspace_id, 'connector.error', { connector_id: row.id, error: error.code, message: error.message });
     });
+  }
+
+  /**
+   * Rotates a connector's credentials (contract section 5.1): marks it rotating (a second rotation
+   * meanwhile is `rotation_in_progress`), pauses every active pipeline that uses it once their
+   * in-flight batches finish, swaps in the new secret fields (`input.config`, or what the plugin's
+   * `rotate` generates), checks the connection with them, and resumes exactly the pipelines it
+   * paused. A failed check restores the old credentials, resumes, and throws `rotation_failed`.
+   * One connector shared by N pipelines is rotated once. Emits `connector.rotated`.
+   */
+  async rotate(workspaceId: string, id: string, input: RotateConnectorInput = {}): Promise<ConnectorRotationResult> {
+    assertSchema(ROTATE_INPUT, input);
+    const opened = await this.open(workspaceId, id);
+    const { plugin } = opened;
+    const supplied = input.config;
+    if (supplied !== undefined) this.assertSecretFields(plugin, supplied);
+    else if (!plugin.definition.rotate) {
+      throw validationError(
+        [{ pointer: '/config', code: 'required', detail: `A ${opened.row.type} connector cannot generate credentials; supply the new secret fields.` }],
+        'This connector type cannot rotate on its own.',
+      );
+    }
+    const startedAt = nowIso(this.ctx);
+    const marker = `rotation:${id}`;
+    // 1. Mark it rotating and pause the active pipelines that use it, in one transaction.
+    const paused = await transact(this.ctx, async (repos, emit) => {
+      const row = await repos.connectors.get(workspaceId, id, 'update');
+      if (!row) throw notFound('connector', id);
+      if (row.rotation_status === 'rotating') {
+        throw new FerryError('rotation_in_progress', 'A rotation of this connector is already running.', { currentStatus: 'rotating' });
+      }
+      const ids: string[] = [];
+      for (const pipeline of await repos.pipelines.referencing(workspaceId, id)) {
+        if (pipeline.state !== 'active') continue;
+        if (await repos.pipelines.update(workspaceId, pipeline.id, { state: 'paused', paused_by: marker, updated_at: startedAt }, ['active'])) {
+          ids.push(pipeline.id);
+          emit(workspaceId, 'pipeline.paused', { pipeline_id: pipeline.id, reason: 'rotation' });
+        }
+      }
+      const state: RotationState = { previous_secrets: row.secrets, previous_health: row.health, paused_pipeline_ids: ids };
+      await repos.connectors.update(workspaceId, id, { rotation_status: 'rotating', rotation_started_at: startedAt, rotation_state: JSON.stringify(state), health: 'degraded', updated_at: startedAt });
+      if (row.health !== 'degraded') emit(workspaceId, 'connector.health_changed', { connector_id: id, previous_health: row.health, health: 'degraded' });
+      return ids;
+    });
+    for (const pipelineId of paused) this.hooks.changed(pipelineId);
+    await Promise.all(paused.map((pipelineId) => this.hooks.drain(pipelineId)));
+
+    // 2. New secret fields, merged and validated; 3. swapped in; 4. checked.
+    let failure: FerryError | undefined;
+    try {
+      const fields = supplied ?? ((await plugin.definition.rotate!(this.pluginContext(opened, new AbortController().signal), {})) as JsonObject);
+      this.assertSecretFields(plugin, fields);
+      const merged = mergeConfig(joinSecrets(opened.row.config, this.unseal(opened.row)), fields, plugin.secretPaths);
+      this.validateConfig(plugin, merged, opened.row.direction);
+      const split = splitSecrets(merged, plugin.secretPaths);
+      await transact(this.ctx, (repos) => repos.connectors.update(workspaceId, id, { config: split.plain, secrets: this.seal(workspaceId, id, split.secrets) }));
+      const checked = await this.check(workspaceId, id);
+      if (checked.health === 'down') {
+        failure = new FerryError('rotation_failed', `The check with the new credentials failed${checked.error ? `: ${checked.error.code}` : ''}; the old credentials are back.`);
+      }
+    } catch (error) {
+      failure = isFerryError(error, 'validation_failed')
+        ? error
+        : new FerryError('rotation_failed', 'New credentials could not be obtained; the old credentials are back.', { cause: error });
+    }
+    // 5. Resume what it paused, and on failure put the old credentials back.
+    const completedAt = nowIso(this.ctx);
+    await this.finishRotation(workspaceId, id, failure ? 'rolled_back' : 'completed', completedAt);
+    if (failure) throw failure;
+    return {
+      connector: await this.get(workspaceId, id),
+      rotation: { status: 'completed', paused_pipeline_ids: paused, started_at: startedAt, completed_at: completedAt },
+    };
+  }
+
+  /**
+   * Finishes rotations a crash interrupted (engine start): restores the previous credentials and
+   * resumes the pipelines they paused. Only rotations older than `staleAfterMs` are touched, so a
+   * rotation another live engine is running is left alone.
+   */
+  async recoverRotations(staleAfterMs = ROTATION_STALE_MS): Promise<number> {
+    const before = new Date(this.ctx.clock.now() - staleAfterMs).toISOString();
+    const stale = await this.ctx.storage.repos.connectors.listRotating(before);
+    for (const row of stale) {
+      await this.finishRotation(row.workspace_id, row.id, 'rolled_back', nowIso(this.ctx));
+      this.ctx.logger.warn({ connector_id: row.id }, 'an interrupted credential rotation was rolled back');
+    }
+    return stale.length;
+  }
+
+  private async finishRotation(workspaceId: string, id: string, outcome: 'completed' | 'rolled_back', now: string): Promise<void> {
+    const marker = `rotation:${id}`;
+    const resumed = await transact(this.ctx, async (repos, emit) => {
+      const row = await repos.connectors.get(workspaceId, id, 'update');
+      if (!row || row.rotation_status !== 'rotating') return [];
+      const state = JSON.parse(row.rotation_state ?? '{}') as Partial<RotationState>;
+      const patch: Partial<ConnectorRow> = { rotation_status: null, rotation_started_at: null, rotation_state: null, updated_at: now };
+      if (outcome === 'rolled_back') patch.secrets = state.previous_secrets ?? row.secrets;
+      // `degraded` meant "rotating"; after a rollback the old credentials' health is back, after a
+      // success the check's verdict stands (a type without a check counts as healthy).
+      const health = outcome === 'rolled_back' ? (state.previous_health ?? row.health) : row.health === 'degraded' ? 'healthy' : row.health;
+      if (health !== row.health) {
+        patch.health = health;
+        emit(workspaceId, 'connector.health_changed', { connector_id: id, previous_health: row.health, health });
+      }
+      await repos.connectors.update(workspaceId, id, patch);
+      const ids: string[] = [];
+      for (const pipelineId of state.paused_pipeline_ids ?? []) {
+        const pipeline = await repos.pipelines.get(workspaceId, pipelineId);
+        // Exactly the pipelines this rotation paused and nobody touched since: a user's pause or
+        // delete meanwhile wins.
+        if (!pipeline || pipeline.state !== 'paused' || pipeline.paused_by !== marker) continue;
+        await repos.pipelines.update(workspaceId, pipelineId, { state: 'active', paused_by: null, updated_at: now }, ['paused']);
+        emit(workspaceId, 'pipeline.activated', { pipeline_id: pipelineId, reason: 'rotation' });
+        ids.push(pipelineId);
+      }
+      if (outcome === 'completed') emit(workspaceId, 'connector.rotated', { connector_id: id, paused_pipeline_ids: state.paused_pipeline_ids ?? [] });
+      return ids;
+    });
+    for (const pipelineId of resumed) this.hooks.changed(pipelineId);
+  }
+
+  /** Rotation input may name secret fields only, with real values. */
+  private assertSecretFields(plugin: RegisteredConnector, fields: JsonObject): void {
+    const secretRoots = new Set(plugin.secretPaths.map((p) => p[0]));
+    const errors: FieldError[] = [];
+    for (const [key, value] of Object.entries(fields)) {
+      const pointer = `/config/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      if (!secretRoots.has(key)) errors.push({ pointer, code: 'not_secret', detail: 'Only secret fields rotate; change other fields with PATCH.' });
+      else if (value === REDACTED) errors.push({ pointer, code: 'redacted_value', detail: 'This is the redacted placeholder, not a value; send the secret itself.' });
+    }
+    if (errors.length > 0) throw validationError(errors);
   }
 
   /** Loads a connector with its config in clear. Internal: the runtime and rotation use it. */

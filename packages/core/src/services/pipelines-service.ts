@@ -242,7 +242,8 @@ export class PipelinesService {
       const row = await repos.pipelines.get(workspaceId, id);
       if (!row) throw notFound('pipeline', id);
       // Compare-and-set on the state: of two concurrent transitions only one wins.
-      if (!from.includes(row.state) || !(await repos.pipelines.update(workspaceId, id, { state: to, updated_at: nowIso(this.ctx) }, from))) {
+      // A user's transition also ends a rotation's hold: the rotation will not resume it.
+      if (!from.includes(row.state) || !(await repos.pipelines.update(workspaceId, id, { state: to, paused_by: null, updated_at: nowIso(this.ctx) }, from))) {
         throw new FerryError('invalid_state_transition', `A pipeline cannot go from ${row.state} to ${to}.`, { currentStatus: row.state });
       }
       emit(workspaceId, event, { pipeline_id: id });

@@ -66,6 +66,12 @@ export class ConnectorsRepo {
     return row ? map(row) : null;
   }
 
+  /** Connectors of every workspace whose rotation started before `before` and has not finished. */
+  async listRotating(before: string): Promise<ConnectorRow[]> {
+    const rows = (await this.db('connectors').where({ rotation_status: 'rotating' }).andWhere('rotation_started_at', '<', before).orderBy('id')) as Record<string, unknown>[];
+    return rows.map(map);
+  }
+
   /** Connectors of a workspace by id, optionally of one type. */
   async list(
     workspaceId: string,
