@@ -71,13 +71,14 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
     }
   }
 
-  async function authenticate(request: HttpRequest): Promise<AuthContext> {
+  async function authenticate(request: HttpRequest, headers: Record<string, string>): Promise<AuthContext> {
     const value = header(request.headers, 'authorization');
     const token = value === undefined ? undefined : /^Bearer +(\S+) *$/i.exec(value)?.[1];
     const challenge = token === undefined ? 'Bearer realm="ferry"' : 'Bearer realm="ferry", error="invalid_token"';
     const refuse = () => {
-      // Failed attempts are counted per client address, so keys cannot be guessed at speed.
-      limit(`auth-failures:${request.remoteAddress ?? ''}`, AUTH_FAILURE_LIMIT, {}, 'auth');
+      // Failed attempts are counted per client address, so keys cannot be guessed at speed; the
+      // answer shows that limit, the one this client is spending.
+      limit(`auth-failures:${request.remoteAddress ?? ''}`, AUTH_FAILURE_LIMIT, headers, 'auth');
       return new HttpProblem('unauthenticated', token === undefined ? 'An API key is required: Authorization: Bearer <key>.' : 'The API key is not valid.', {
         headers: { 'www-authenticate': challenge },
       });
@@ -129,6 +130,10 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
     const search = q < 0 ? '' : url.slice(q + 1);
     const method = request.method.toUpperCase();
     const match = matchRoute(compiled, method, path);
+    if (match.kind !== 'found') {
+      // No key is looked at for a request that names no operation: the client address pays.
+      limit(`ip:${request.remoteAddress ?? ''}`, rateLimit, headers, 'default');
+    }
     if (match.kind === 'not_found') {
       throw new HttpProblem('not_found', `There is no route ${method} ${path.slice(0, 200)}.`);
     }
@@ -139,7 +144,7 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
     trace.route = definition.path;
     let auth: AuthContext | null = null;
     if (definition.auth.kind === 'api_key') {
-      auth = await authenticate(request);
+      auth = await authenticate(request, headers);
       trace.auth = auth;
       const policy = auth.rate_limit ? { requests: auth.rate_limit.requests, perSeconds: auth.rate_limit.per_seconds } : rateLimit;
       limit(`key:${auth.api_key_id}`, policy, headers, 'default');

@@ -22,6 +22,15 @@ const db = defineConnector({
   rotate: async () => ({ password: 'generated-secret' }),
 });
 const fixed = defineConnector({ type: 'fixed', version: '1.0.0', directions: ['source'], configSchema: Type.Object({ token: Secret(Type.String()) }) });
+const refuses = defineConnector({
+  type: 'refuses',
+  version: '1.0.0',
+  directions: ['source'],
+  configSchema: Type.Object({ token: Secret(Type.String()) }),
+  rotate: async () => {
+    throw new ConnectorError('no_admin', 'no admin connection configured', { retryable: false });
+  },
+});
 
 let engine: Engine;
 let events: PlatformEvent[];
@@ -38,7 +47,7 @@ const opened = (id: string) => (engine.connectors as unknown as { open(ws: strin
 
 beforeEach(async () => {
   gate = undefined;
-  engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [db, fixed] });
+  engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [db, fixed, refuses] });
   await engine.start();
   events = [];
   engine.platformEvents$.subscribe((e) => events.push(e));
@@ -78,6 +87,9 @@ describe('connector rotation', () => {
     expect((await opened(shared.id)).config.password).toBe('generated-secret');
     const other = await engine.connectors.create('ws', { type: 'fixed', direction: 'source', config: { token: 't' } });
     expect(await codeOf(engine.connectors.rotate('ws', other.id))).toBe('validation_failed');
+    const refusing = await engine.connectors.create('ws', { type: 'refuses', direction: 'source', config: { token: 't' } });
+    expect(await codeOf(engine.connectors.rotate('ws', refusing.id))).toBe('validation_failed');
+    expect((await engine.connectors.get('ws', refusing.id)).rotation_status).toBeNull();
     expect(await codeOf(engine.connectors.rotate('ws', shared.id, { config: { host: 'elsewhere' } }))).toBe('validation_failed');
     expect(await codeOf(engine.connectors.rotate('ws', shared.id, { config: { password: '********' } }))).toBe('validation_failed');
     expect(await codeOf(engine.connectors.rotate('other-ws', shared.id))).toBe('not_found');

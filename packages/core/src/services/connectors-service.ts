@@ -4,6 +4,7 @@ import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from 
 import { FerryError, isFerryError, notFound, validationError, type FieldError } from '../errors.js';
 import { paginate } from '../pagination.js';
 import { joinSecrets, mergeConfig, scrub, secretStrings, splitSecrets, type SplitConfig } from '../plugin/config-secrets.js';
+import { ConnectorError } from '../plugin/connector-error.js';
 import type { RegisteredConnector } from '../plugin/registry.js';
 import { REDACTED } from '../plugin/secret.js';
 import { inputSchemas, readOnlyFields } from '../schemas.js';
@@ -292,9 +293,15 @@ export class ConnectorsService {
         failure = new FerryError('rotation_failed', `The check with the new credentials failed${checked.error ? `: ${checked.error.code}` : ''}; the old credentials are back.`);
       }
     } catch (error) {
-      failure = isFerryError(error, 'validation_failed')
-        ? error
-        : new FerryError('rotation_failed', 'New credentials could not be obtained; the old credentials are back.', { cause: error });
+      if (isFerryError(error, 'validation_failed')) failure = error;
+      else if (supplied === undefined && error instanceof ConnectorError && !error.retryable) {
+        // The plugin says it cannot generate credentials here (say, no admin connection): the
+        // caller must supply them, as for a type without `rotate`.
+        failure = validationError(
+          [{ pointer: '/config', code: 'required', detail: `This connector cannot generate new credentials (${error.code}); supply the new secret fields.` }],
+          'New credentials must be supplied.',
+        );
+      } else failure = new FerryError('rotation_failed', 'New credentials could not be obtained; the old credentials are back.', { cause: error });
     }
     // 5. Resume what it paused, and on failure put the old credentials back.
     const completedAt = nowIso(this.ctx);
