@@ -45,6 +45,8 @@ export function ferryRouter(engine: Engine, options: HttpApiOptions = {}): Route
       res.status(response.status);
       // setHeader, not res.set: Express would append a charset to Content-Type.
       for (const [name, value] of Object.entries(response.headers)) res.setHeader(name, value);
+      // Explicit, so a HEAD answer carries the length a GET would have, as under Fastify.
+      if (response.body !== undefined) res.setHeader('content-length', Buffer.byteLength(response.body));
       res.end(response.body);
     }, next);
   });

@@ -1,0 +1,20 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { startHost } from './main.js';
+
+it('serves its own /hello and the Ferry API side by side', async () => {
+  const host = await startHost({ port: 0, filename: join(mkdtempSync(join(tmpdir(), 'ferry-fastify-host-')), 'ferry.db') });
+  try {
+    const hello = await fetch(`${host.url}/hello`);
+    expect(await hello.json()).toEqual({ hello: 'world' });
+    const list = await fetch(`${host.url}/v2/pipelines`, { headers: { authorization: `Bearer ${host.key}` } });
+    expect(list.status).toBe(200);
+    expect(await list.json()).toMatchObject({ data: [] });
+    const anonymous = await fetch(`${host.url}/v2/pipelines`);
+    expect(anonymous.status).toBe(401);
+  } finally {
+    await host.close();
+  }
+});
