@@ -1,0 +1,160 @@
+import { parseArgs } from 'node:util';
+import { createEngine, generateSecretKey, isFerryError, openStorage, silentLogger, type ApiKey, type Engine } from '@ferry/core';
+import { resolveSecretKey } from './secret-key-file.js';
+import { startServer, storageOf } from './serve.js';
+import { parseDatabase, parseServeSettings, SettingsError } from './settings.js';
+import { serverPlugins } from './plugins.js';
+
+const USAGE = `Usage: ferry <command> [options]
+
+Commands:
+  serve [--port N] [--host H] [--database URL|FILE] [--outbound-allow LIST] [--log-level L]
+                       serve the /v2 API (Fastify) until SIGTERM or SIGINT
+  migrate [--database URL|FILE]
+                       apply storage migrations and exit
+  keys create [--workspace W] [--scopes a,b] [--name N] [--database ...]
+                       create an API key; the key alone is the last line of output
+  keys list [--workspace W] [--database ...]
+                       list keys: id, name, scopes, created, last used (never the secret)
+  keys revoke <key id> [--workspace W] [--database ...]
+                       revoke a key at once
+  secret-key           print a new key-encryption key for FERRY_SECRET_KEY
+
+Environment: FERRY_PORT, FERRY_HOST, DATABASE_URL, FERRY_SECRET_KEY, FERRY_BOOTSTRAP_API_KEY,
+FERRY_OUTBOUND_ALLOW, FERRY_LOG_LEVEL (flags win).`;
+
+/** Where the CLI writes; tests pass their own. */
+export interface CliIo {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const processIo: CliIo = { out: (line) => process.stdout.write(line + '\n'), err: (line) => process.stderr.write(line + '\n') };
+
+async function withEngine<T>(database: string | undefined, fn: (engine: Engine) => Promise<T>): Promise<T> {
+  const setting = parseDatabase(database ?? process.env.DATABASE_URL);
+  const { key } = resolveSecretKey(setting, process.env.FERRY_SECRET_KEY?.trim() || undefined);
+  const engine = await createEngine({ storage: storageOf(setting), plugins: serverPlugins({ outboundAllow: [] }), ...(key === undefined ? {} : { secretKey: key }), logger: silentLogger });
+  await engine.start();
+  try {
+    return await fn(engine);
+  } finally {
+    await engine.stop();
+  }
+}
+
+function keyLine(key: ApiKey): string {
+  return [key.id, key.key_id, key.name ?? '-', key.scopes.join(','), key.created_at, key.last_used_at ?? 'never', key.revoked_at ? `revoked ${key.revoked_at}` : 'active'].join('\t');
+}
+
+async function keys(args: string[], io: CliIo): Promise<number> {
+  const [action, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: { workspace: { type: 'string' }, scopes: { type: 'string' }, name: { type: 'string' }, database: { type: 'string' } },
+    allowPositionals: true,
+    strict: true,
+  });
+  const workspace = values.workspace ?? 'default';
+  switch (action) {
+    case 'create':
+      return withEngine(values.database, async (engine) => {
+        const scopes = (values.scopes ?? 'write').split(',').map((s) => s.trim()).filter(Boolean);
+        const created = await engine.apiKeys.create({ workspace, scopes, ...(values.name ? { name: values.name } : {}) });
+        io.out(`Created ${created.id} (key id ${created.key_id}) in workspace ${created.workspace_id} with scopes ${created.scopes.join(',')}. Shown once:`);
+        io.out(created.key);
+        return 0;
+      });
+    case 'list':
+      return withEngine(values.database, async (engine) => {
+        io.out(['id', 'key_id', 'name', 'scopes', 'created_at', 'last_used_at', 'status'].join('\t'));
+        let cursor: string | undefined;
+        do {
+          const page = await engine.apiKeys.list(workspace, { limit: 100, ...(cursor ? { cursor } : {}) });
+          for (const key of page.data) io.out(keyLine(key));
+          cursor = page.next_cursor ?? undefined;
+        } while (cursor);
+        return 0;
+      });
+    case 'revoke': {
+      const id = positionals[0];
+      if (!id) throw new SettingsError('keys revoke needs a key id (key_... or the 8-character key id).');
+      return withEngine(values.database, async (engine) => {
+        const revoked = await engine.apiKeys.revoke(workspace, id);
+        io.out(`Revoked ${revoked.id} (key id ${revoked.key_id}).`);
+        return 0;
+      });
+    }
+    default:
+      throw new SettingsError(`Unknown keys command ${JSON.stringify(action ?? '')}; use create, list or revoke.`);
+  }
+}
+
+async function serve(args: string[], io: CliIo): Promise<number> {
+  const server = await startServer(parseServeSettings(args, process.env));
+  io.err(`ferry serving on ${server.url}`);
+  return new Promise<number>((resolve) => {
+    let signals = 0;
+    const stop = (signal: NodeJS.Signals) => {
+      signals++;
+      if (signals > 1) {
+        server.logger.warn({ signal }, 'second signal: exiting without draining');
+        resolve(1);
+        return;
+      }
+      server.logger.info({ signal }, 'shutting down: draining in-flight work');
+      server.close().then(
+        () => resolve(0),
+        (error: unknown) => {
+          server.logger.error({ err: error }, 'shutdown failed');
+          resolve(1);
+        },
+      );
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+}
+
+/** Runs one CLI command; resolves the exit status. */
+export async function runCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  const [command, ...args] = argv;
+  try {
+    switch (command) {
+      case 'serve':
+        return await serve(args, io);
+      case 'migrate': {
+        const { values } = parseArgs({ args, options: { database: { type: 'string' } }, strict: true });
+        const storage = await openStorage(storageOf(parseDatabase(values.database ?? process.env.DATABASE_URL)));
+        io.out(`Migrated ${storage.description}.`);
+        await storage.close();
+        return 0;
+      }
+      case 'keys':
+        return await keys(args, io);
+      case 'secret-key':
+        io.out(generateSecretKey());
+        return 0;
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        io.out(USAGE);
+        return command === undefined ? 2 : 0;
+      default:
+        io.err(`Unknown command ${JSON.stringify(command)}.\n\n${USAGE}`);
+        return 2;
+    }
+  } catch (error) {
+    if (error instanceof SettingsError || (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || (error as { code?: string }).code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+      io.err(`ferry: ${(error as Error).message}`);
+      return 2;
+    }
+    if (isFerryError(error)) {
+      io.err(`ferry: ${error.message}${error.errors ? ' ' + error.errors.map((e) => `${e.pointer}: ${e.detail}`).join('; ') : ''}`);
+      return 1;
+    }
+    io.err(`ferry: ${(error as Error).message ?? String(error)}`);
+    return 1;
+  }
+}

@@ -1,0 +1,132 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { generateApiKey } from '@ferry/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import { secretKeyPath } from './secret-key-file.js';
+import { startServer, type RunningServer } from './serve.js';
+import { parseServeSettings } from './settings.js';
+
+const ROOT = resolve(fileURLToPath(import.meta.url), '../../../..');
+const MAIN = join(ROOT, 'packages/server/src/main.ts');
+
+function capture(): { stream: Writable; text(): string } {
+  const chunks: string[] = [];
+  return { stream: new Writable({ write: (chunk, _enc, done) => (chunks.push(String(chunk)), done()) }), text: () => chunks.join('') };
+}
+
+/** Runs the CLI as a real process from the repository root. */
+function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=ferry-source', MAIN, ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (status) => done({ status, stdout, stderr }));
+  });
+}
+
+let server: RunningServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+describe('ferry serve (in process)', () => {
+  it('serves the API, /healthz and /metrics on a SQLite file with a generated key file, and ensures the bootstrap key', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-server-'));
+    const filename = join(dir, 'ferry.db');
+    const bootstrap = generateApiKey().token;
+    const logs = capture();
+    const settings = parseServeSettings(['--port', '0', '--database', filename], { FERRY_BOOTSTRAP_API_KEY: bootstrap, FERRY_LOG_LEVEL: 'info' });
+    server = await startServer(settings, { logDestination: logs.stream });
+
+    expect(await (await fetch(`${server.url}/healthz`)).json()).toEqual({ status: 'ok' });
+    const list = await fetch(`${server.url}/v2/pipelines`, { headers: { authorization: `Bearer ${bootstrap}` } });
+    expect(list.status).toBe(200);
+    const created = await fetch(`${server.url}/v2/connectors`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bootstrap}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'webhook', direction: 'source', config: {} }),
+    });
+    expect(created.status).toBe(201);
+    expect(((await created.json()) as { config: unknown }).config).toEqual({ signing_secret: '********' });
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    expect(metrics).toMatch(/ferry_http_requests_total\{method="GET",route="\/v2\/pipelines",status="200"\} 1/);
+    expect(metrics).toMatch(/ferry_pipelines\{state="active"\} 0/);
+    expect(metrics).toMatch(/ferry_queue_depth\{queue="deliveries"\} 0/);
+
+    const keyFile = secretKeyPath(filename);
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    const key = readFileSync(keyFile, 'utf8');
+    await server.close();
+    server = await startServer({ ...settings, bootstrapApiKey: undefined }, { logDestination: logs.stream });
+    expect(readFileSync(keyFile, 'utf8')).toBe(key);
+    // The connector's sealed secret still opens with the kept key.
+    const again = await fetch(`${server.url}/v2/connectors`, { headers: { authorization: `Bearer ${bootstrap}` } });
+    expect(((await again.json()) as { data: unknown[] }).data).toHaveLength(1);
+
+    const text = logs.text();
+    expect(text).toContain('"route":"/v2/pipelines"');
+    expect(text).not.toContain(bootstrap);
+    expect(text).not.toContain(bootstrap.slice(13, 45));
+  });
+
+  it('answers 503 on /healthz once the engine stops', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-server-'));
+    server = await startServer(parseServeSettings(['--port', '0', '--database', join(dir, 'f.db'), '--log-level', 'silent'], {}));
+    await server.engine.stop();
+    const res = await fetch(`${server.url}/healthz`);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+  });
+});
+
+describe('the ferry CLI (a real process)', () => {
+  it('creates, lists and revokes keys; the created key authenticates until revoked', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
+    const env = { DATABASE_URL: join(dir, 'ferry.db') };
+    const created = await cli(['keys', 'create', '--name', 'ci', '--scopes', 'read'], env);
+    expect(created.status).toBe(0);
+    const token = created.stdout.trim().split('\n').at(-1)!;
+    expect(token).toMatch(/^fry_[0-9A-Za-z]{8}_[0-9A-Za-z]{38}$/);
+    const listed = await cli(['keys', 'list'], env);
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toContain('\tci\tread\t');
+    expect(listed.stdout).not.toContain(token.slice(13));
+
+    server = await startServer(parseServeSettings(['--port', '0', '--database', env.DATABASE_URL, '--log-level', 'silent'], {}));
+    expect((await fetch(`${server.url}/v2/pipelines`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+    const keyId = token.slice(4, 12);
+    const revoked = await cli(['keys', 'revoke', keyId], env);
+    expect(revoked.status).toBe(0);
+    expect((await fetch(`${server.url}/v2/pipelines`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(401);
+    expect((await cli(['keys', 'frobnicate'], env)).status).toBe(2);
+    expect((await cli(['nonsense'], env)).stderr).toContain('Usage: ferry');
+  });
+
+  it('serves until SIGTERM, then drains and exits 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
+    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=ferry-source', MAIN, 'serve', '--port', '0'], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: join(dir, 'ferry.db') },
+    });
+    let stderr = '';
+    const url = await new Promise<string>((done, fail) => {
+      child.stderr.on('data', (d) => {
+        stderr += d;
+        const m = /serving on (http:\/\/\S+)/.exec(stderr);
+        if (m) done(m[1]!);
+      });
+      child.on('exit', () => fail(new Error(`server exited early: ${stderr}`)));
+    });
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+});

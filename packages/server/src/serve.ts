@@ -1,0 +1,101 @@
+import { createEngine, postgres, sqlite, type Engine, type StorageConfig } from '@ferry/core';
+import { ferryPlugin } from '@ferry/fastify';
+import type { RequestLog } from '@ferry/http';
+import Fastify from 'fastify';
+import type { DestinationStream, Logger as PinoLogger } from 'pino';
+import { createLogger } from './logger.js';
+import { createMetrics } from './metrics.js';
+import { serverPlugins } from './plugins.js';
+import { resolveSecretKey } from './secret-key-file.js';
+import type { DatabaseSetting, ServerSettings } from './settings.js';
+
+/** A running server. */
+export interface RunningServer {
+  /** Base URL, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  port: number;
+  engine: Engine;
+  logger: PinoLogger;
+  /** Stops accepting, lets requests and in-flight engine work finish, closes storage. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Options of {@link startServer} beyond the settings. */
+export interface StartServerOptions {
+  /** Where log lines go (default stdout). */
+  logDestination?: DestinationStream;
+}
+
+/** The storage a database setting names. */
+export function storageOf(database: DatabaseSetting): StorageConfig {
+  return database.kind === 'postgres' ? postgres({ connectionString: database.connectionString }) : sqlite({ filename: database.filename });
+}
+
+/**
+ * Starts the reference server (contract section 12): the engine on the configured storage with
+ * every connector plugin, the /v2 API on Fastify, `GET /healthz` and `GET /metrics`.
+ */
+export async function startServer(settings: ServerSettings, options: StartServerOptions = {}): Promise<RunningServer> {
+  const logger = createLogger(settings.logLevel, options.logDestination);
+  const { key: secretKey, source } = resolveSecretKey(settings.database, settings.secretKey);
+  if (source === 'generated') logger.warn({ file: `${settings.database.kind === 'sqlite' ? settings.database.filename : ''}.key` }, 'generated a secret key beside the database; back it up with the database');
+  const engine = await createEngine({
+    storage: storageOf(settings.database),
+    plugins: serverPlugins(settings),
+    ...(secretKey === undefined ? {} : { secretKey }),
+    logger,
+    outboundAllow: settings.outboundAllow,
+  });
+  await engine.start();
+  try {
+    if (settings.bootstrapApiKey !== undefined) {
+      const key = await engine.apiKeys.ensure(settings.bootstrapApiKey, { workspace: 'default', scopes: ['write'] });
+      logger.info({ key_id: key.key_id, workspace: key.workspace_id }, 'bootstrap API key ready');
+    }
+  } catch (error) {
+    await engine.stop();
+    throw error;
+  }
+
+  const metrics = createMetrics(engine);
+  const app = Fastify({ logger: false });
+  const onRequest = (entry: RequestLog) => {
+    metrics.observe(entry);
+    logger.info({ request_id: entry.requestId, method: entry.method, route: entry.route, status: entry.status, duration_ms: Math.round(entry.durationMs * 10) / 10, code: entry.code, workspace_id: entry.workspaceId }, 'request');
+  };
+  await app.register(ferryPlugin, { engine, onRequest });
+  app.get('/healthz', async (_request, reply) => {
+    if (engine.state === 'running' && (await engine.storage.ping())) return reply.code(200).send({ status: 'ok' });
+    return reply
+      .code(503)
+      .header('content-type', 'application/problem+json')
+      .header('retry-after', '5')
+      // A Buffer, so Fastify sends the content type exactly as set (it appends a charset to strings).
+      .send(Buffer.from(JSON.stringify({ type: '/problems/unavailable', title: 'Service Unavailable', status: 503, detail: 'Storage is not answering.', code: 'unavailable' })));
+  });
+  app.get('/metrics', async (_request, reply) => reply.header('content-type', metrics.registry.contentType).send(await metrics.render()));
+
+  let address: string;
+  try {
+    address = await app.listen({ port: settings.port, host: settings.host });
+  } catch (error) {
+    await engine.stop();
+    throw error;
+  }
+  const port = (app.server.address() as { port: number }).port;
+  logger.info({ url: address, storage: engine.storage.description }, `ferry listening on ${address}`);
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: address,
+    port,
+    engine,
+    logger,
+    close: () =>
+      (closing ??= (async () => {
+        await app.close();
+        await engine.stop();
+        logger.info('ferry stopped');
+      })()),
+  };
+}
