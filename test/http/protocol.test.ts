@@ -78,6 +78,14 @@ describeMatrix('protocol', (ctx) => {
     expectProblem(await ctx.api.request('GET', '/v2/nope', { key: null }), 404, 'not_found');
   });
 
+  it('U+0000 is refused in any body string (400 invalid_character) and names nothing in a path (404)', async () => {
+    const res = await ctx.api.request('POST', '/v2/connectors', { body: { type: 'webhook', direction: 'source', name: 'a\u0000b', config: { headers: { 'x-a': 'b\u0000' } } } });
+    expectProblem(res, 400, 'validation_failed');
+    expectFieldError(res, '/name', 'invalid_character');
+    expectProblem(await ctx.api.request('GET', '/v2/pipelines/pip_%00'), 404, 'not_found');
+    expectProblem(await ctx.api.request('DELETE', '/v2/connectors/%00'), 404, 'not_found');
+  });
+
   it('a known path with another method is 405 method_not_allowed with Allow', async () => {
     const collection = await ctx.api.request('DELETE', '/v2/connectors');
     expectProblem(collection, 405, 'method_not_allowed');

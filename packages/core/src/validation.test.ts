@@ -27,6 +27,20 @@ describe('schemaErrors', () => {
     expect(schemaErrors(Schema, { ...valid, count: 3, enabled: true, tags: ['a'], nested: { inner: 'x' } })).toEqual([]);
   });
 
+  it('refuses U+0000 in any string or key as invalid_character, on top of schema errors', () => {
+    expect(schemaErrors(Schema, { ...valid, name: 'a\u0000b', tags: ['ok', '\u0000'] })).toEqual([
+      { pointer: '/name', code: 'invalid_character', detail: expect.any(String) },
+      { pointer: '/tags/1', code: 'invalid_character', detail: expect.any(String) },
+    ]);
+    const free = Type.Record(Type.String(), Type.Unknown());
+    expect(schemaErrors(free, { 'a/b\u0000': 1, deep: { x: [{ y: '\u0000' }] } }, { prefix: '/config' }).map((e) => [e.pointer, e.code])).toEqual([
+      ['/config/a~1b\u0000', 'invalid_character'],
+      ['/config/deep/x/0/y', 'invalid_character'],
+    ]);
+    // A pointer already reported by the schema is not reported twice.
+    expect(schemaErrors(Schema, { ...valid, mode: '\u0000' }).map((e) => e.code)).toEqual(['enum']);
+  });
+
   it('reports every missing required field as required', () => {
     const errors = schemaErrors(Schema, {});
     expect(errors.map((e) => [e.pointer, e.code])).toEqual([

@@ -78,8 +78,8 @@ function describe(error: ValueError, code: string): string {
  */
 export function schemaErrors(schema: TSchema, value: unknown, options: SchemaErrorOptions = {}): FieldError[] {
   const check = compile(schema);
-  if (check.Check(value)) return [];
   const prefix = options.prefix ?? '';
+  if (check.Check(value)) return nulErrors(value, prefix, []);
   const seen = new Set<string>();
   const out: FieldError[] = [];
   for (const error of check.Errors(value)) {
@@ -93,6 +93,29 @@ export function schemaErrors(schema: TSchema, value: unknown, options: SchemaErr
     if (seen.has(pointer)) continue;
     seen.add(pointer);
     out.push({ pointer, code, detail: describe(error, code) });
+  }
+  return nulErrors(value, prefix, out);
+}
+
+const NUL_DETAIL = 'Text cannot contain the NUL character (U+0000).';
+
+/**
+ * Adds an `invalid_character` error for every string (or object key) holding U+0000. Postgres
+ * text and jsonb cannot store it, so it is refused on every storage alike: an application must
+ * not work on SQLite and then fail on Postgres. Appends to `out` (skipping pointers already
+ * reported) and returns it.
+ */
+function nulErrors(value: unknown, pointer: string, out: FieldError[]): FieldError[] {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000') && !out.some((e) => e.pointer === pointer)) out.push({ pointer, code: 'invalid_character', detail: NUL_DETAIL });
+  } else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) nulErrors(value[i], `${pointer}/${i}`, out);
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      const child = `${pointer}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      if (key.includes('\u0000') && !out.some((e) => e.pointer === child)) out.push({ pointer: child, code: 'invalid_character', detail: NUL_DETAIL });
+      else nulErrors(item, child, out);
+    }
   }
   return out;
 }

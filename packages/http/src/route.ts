@@ -101,9 +101,14 @@ export type MatchResult =
   | { kind: 'method_not_allowed'; allow: string[] }
   | { kind: 'not_found' };
 
+// eslint-disable-next-line no-control-regex -- control characters are exactly what is looked for
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
 /**
  * Matches a raw path (percent-encoding as sent) against the table. A parameter segment is
- * decoded; one that does not decode cannot name anything, so the path matches no route.
+ * decoded; one that does not decode, or decodes to control characters (which no id has, and
+ * which Postgres text cannot even hold: U+0000), cannot name anything, so the path matches no
+ * route.
  */
 export function matchRoute(routes: readonly CompiledRoute[], method: string, path: string): MatchResult {
   const parts = path.split('/').slice(1);
@@ -121,7 +126,9 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, pat
         if (part === '') ok = false;
         else {
           try {
-            params[route.names[p++]!] = decodeURIComponent(part);
+            const value = decodeURIComponent(part);
+            if (CONTROL.test(value)) ok = false;
+            else params[route.names[p++]!] = value;
           } catch {
             ok = false;
           }
