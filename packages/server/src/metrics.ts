@@ -19,7 +19,9 @@ type Rows = Array<Record<string, unknown>>;
  */
 export function createMetrics(engine: Engine): ServerMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'ferry_process_' });
+  // Process and Node.js figures under their standard names (process_*, nodejs_*), which stock
+  // dashboards and alerts expect.
+  collectDefaultMetrics({ register: registry });
   const requests = new Counter({
     name: 'ferry_http_requests_total',
     help: 'HTTP requests answered, by method, route template and status.',
