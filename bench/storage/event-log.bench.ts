@@ -14,6 +14,7 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { openStorage, postgres, sqlite, type EventRow, type FerryStorage } from '@ferry/core';
 import { pipelineRow, startTestPostgres } from '@ferry/testing';
+import { emit } from '../emit.js';
 
 const TOTAL = 100_000;
 // The baselines do the same work as the event log: an upsert on the event id (re-reads after a
@@ -21,15 +22,6 @@ const TOTAL = 100_000;
 const UPSERT_TAIL = 'ON CONFLICT (id) DO UPDATE SET status = excluded.status, attempts = excluded.attempts, payload = excluded.payload, error = excluded.error, updated_at = excluded.updated_at';
 const BATCH = 500;
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
-
-function emit(bench: string, kase: string, value: number, unit: string, baseline?: number): void {
-  const line: Record<string, unknown> = { bench, case: kase, value: Math.round(value * 100) / 100, unit };
-  if (baseline !== undefined) {
-    line.baseline = Math.round(baseline * 100) / 100;
-    line.ratio = Math.round((value / baseline) * 1000) / 1000;
-  }
-  console.log(JSON.stringify(line));
-}
 
 function rows(from: number, count: number, pipelineId: string): EventRow[] {
   const out: EventRow[] = [];
