@@ -134,12 +134,16 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       expect(await storage.ping()).toBe(true);
     });
 
-    it('workspaces: ensure is idempotent, get and list', async () => {
+    it('workspaces: ensure and create are idempotent, get and list', async () => {
       const again = await storage.repos.workspaces.ensure('ws_a', at(5000));
       expect(again.created_at).toBe(at(0));
+      await storage.repos.workspaces.create('ws_a', at(6000));
+      await storage.repos.workspaces.create('ws_c', at(7000));
+      expect(await storage.repos.workspaces.get('ws_a')).toMatchObject({ created_at: at(0) });
+      expect(await storage.repos.workspaces.get('ws_c')).toMatchObject({ created_at: at(7000) });
       expect(await storage.repos.workspaces.get('ws_b')).toMatchObject({ id: 'ws_b' });
       expect(await storage.repos.workspaces.get('nope')).toBeNull();
-      expect((await storage.repos.workspaces.list()).map((w) => w.id)).toEqual(['ws_a', 'ws_b']);
+      expect((await storage.repos.workspaces.list()).map((w) => w.id)).toEqual(['ws_a', 'ws_b', 'ws_c']);
     });
 
     it('api keys: insert, lookups, list, touch, revoke, isolation', async () => {

@@ -54,7 +54,7 @@ export class ApiKeysService {
       revoked_at: null,
     };
     await transact(this.ctx, async (repos) => {
-      await repos.workspaces.ensure(workspaceId, now);
+      await repos.workspaces.create(workspaceId, now);
       if (await repos.apiKeys.getByKeyId(row.key_id)) {
         throw validationError([{ pointer: '/key', code: 'taken', detail: 'A key with this key id already exists.' }]);
       }

@@ -104,7 +104,7 @@ export class ConnectorsService {
       updated_at: now,
     };
     await transact(this.ctx, async (repos) => {
-      await repos.workspaces.ensure(workspaceId, now);
+      await repos.workspaces.create(workspaceId, now);
       await repos.connectors.insert(row);
     });
     return this.present(row, 0);

@@ -71,7 +71,7 @@ export class PipelinesService {
       deleted_at: null,
     };
     await transact(this.ctx, async (repos, emit) => {
-      await repos.workspaces.ensure(workspaceId, now);
+      await repos.workspaces.create(workspaceId, now);
       await this.assertConnectors(repos, workspaceId, row.source_connector_id, row.destination_connector_id);
       await this.insertUnique(repos, row);
       emit(workspaceId, 'pipeline.created', { pipeline_id: row.id });

@@ -67,7 +67,7 @@ export class WebhooksService {
       updated_at: now,
     };
     await transact(this.ctx, async (repos) => {
-      await repos.workspaces.ensure(workspaceId, now);
+      await repos.workspaces.create(workspaceId, now);
       await repos.webhooks.insert(row);
     });
     return { ...present(row), secret };

@@ -1,3 +1,4 @@
+import knex from 'knex';
 import { describe, expect, it } from 'vitest';
 import { postgres, sqlite } from './storage-config.js';
 
@@ -23,6 +24,40 @@ describe('sqlite', () => {
     expect(config.ephemeral).toBe(false);
     expect(config.description).toBe('sqlite (/var/lib/ferry/ferry.db)');
     expect(config.knex.connection).toEqual({ filename: '/var/lib/ferry/ferry.db' });
+  });
+
+  it('prepares each SQL text once per connection, and a cached statement keeps no query options', async () => {
+    const db = knex(sqlite({ filename: ':memory:' }).knex);
+    try {
+      const conn = (await db.client.acquireConnection()) as { prepare(sql: string): unknown };
+      const prepare = conn.prepare.bind(conn);
+      const prepared: string[] = [];
+      conn.prepare = (sql: string) => {
+        prepared.push(sql);
+        return prepare(sql);
+      };
+      await db.client.releaseConnection(conn);
+      await db.schema.createTable('t', (t) => t.bigInteger('n'));
+      await db('t').insert({ n: '9007199254740993' });
+      const big = await db('t').select('n').options({ safeIntegers: true });
+      expect(big).toEqual([{ n: 9007199254740993n }]);
+      // The same text again without the option: a plain number, not the BigInt mode left behind.
+      const plain = await db('t').select('n');
+      expect(typeof plain[0].n).toBe('number');
+      await db.transaction(async (trx) => {
+        await trx('t').insert({ n: 1 });
+      });
+      await db.transaction(async (trx) => {
+        await trx('t').insert({ n: 2 });
+      });
+      expect((await db('t').count({ c: '*' }))[0]).toEqual({ c: 3 });
+      const counts = new Map<string, number>();
+      for (const sql of prepared) counts.set(sql, (counts.get(sql) ?? 0) + 1);
+      expect([...counts.values()].every((n) => n === 1)).toBe(true);
+      expect(counts.get('BEGIN IMMEDIATE;')).toBe(1);
+    } finally {
+      await db.destroy();
+    }
   });
 
   it('uses a single pooled connection', () => {

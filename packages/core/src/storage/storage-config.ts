@@ -46,6 +46,47 @@ const require = createRequire(import.meta.url);
  * Taking the write lock at `BEGIN` makes every transaction a proper compare-and-set section,
  * which the lease and queue claims rely on when several engines share one file.
  */
+/** What knex hands its dialect's `_query`. */
+interface KnexQueryObject {
+  sql: string;
+  bindings?: unknown[];
+  options?: { safeIntegers?: boolean };
+  response?: unknown;
+  context?: unknown;
+}
+
+/** The part of a better-sqlite3 statement knex's query path uses. */
+interface CachedStatement {
+  readonly reader: boolean;
+  safeIntegers(on: boolean): unknown;
+  all(bindings: unknown[]): unknown;
+  run(bindings: unknown[]): unknown;
+}
+
+/** The part of a better-sqlite3 connection the statement cache uses. */
+interface CachingConnection {
+  prepare(sql: string): CachedStatement;
+}
+
+/** Prepared statements kept per connection; the oldest goes first past this many. */
+const STATEMENT_CACHE_SIZE = 500;
+const statementCaches = new WeakMap<object, Map<string, CachedStatement>>();
+
+function cachedStatement(connection: CachingConnection, sql: string): CachedStatement {
+  let cache = statementCaches.get(connection);
+  if (!cache) {
+    cache = new Map();
+    statementCaches.set(connection, cache);
+  }
+  let statement = cache.get(sql);
+  if (!statement) {
+    statement = connection.prepare(sql);
+    if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+    cache.set(sql, statement);
+  }
+  return statement;
+}
+
 function immediateSqliteClient(): unknown {
   // knex exposes no option for this, so its own classes are extended (knex has no `exports` map).
   type Ctor = new (...args: unknown[]) => { query(conn: unknown, sql: string): unknown };
@@ -59,6 +100,26 @@ function immediateSqliteClient(): unknown {
   class ImmediateClient extends Client {
     transaction(container: unknown, config: unknown, outerTx: unknown) {
       return new ImmediateTransaction(this, container, config, outerTx);
+    }
+
+    // knex prepares every statement anew, which costs more than running it (tens of µs for the
+    // small statements of an API write against this schema). The same SQL texts recur, so each
+    // connection keeps its prepared statements, bounded: `whereIn` lists make texts vary.
+    async _query(connection: CachingConnection, obj: KnexQueryObject): Promise<KnexQueryObject> {
+      if (!obj.sql) throw new Error('The query is empty');
+      if (!connection) throw new Error('No connection provided');
+      const statement = cachedStatement(connection, obj.sql);
+      // A cached statement keeps the mode a previous query set: always set it.
+      statement.safeIntegers(obj.options?.safeIntegers ?? false);
+      const bindings = (this as unknown as { _formatBindings(b: unknown): unknown[] })._formatBindings(obj.bindings);
+      if (statement.reader) {
+        obj.response = statement.all(bindings);
+        return obj;
+      }
+      const response = statement.run(bindings) as { lastInsertRowid: unknown; changes: number };
+      obj.response = response;
+      obj.context = { lastID: response.lastInsertRowid, changes: response.changes };
+      return obj;
     }
   }
   return ImmediateClient;

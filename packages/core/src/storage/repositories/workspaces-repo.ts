@@ -12,8 +12,13 @@ export class WorkspacesRepo {
 
   /** Creates the workspace if it does not exist; returns it either way. */
   async ensure(id: string, now: string): Promise<WorkspaceRow> {
-    await this.db('workspaces').insert({ id, created_at: now }).onConflict('id').ignore();
+    await this.create(id, now);
     return (await this.get(id))!;
+  }
+
+  /** Creates the workspace if it does not exist, without reading it back (the write paths' form). */
+  async create(id: string, now: string): Promise<void> {
+    await this.db('workspaces').insert({ id, created_at: now }).onConflict('id').ignore();
   }
 
   /** A workspace by id. */
