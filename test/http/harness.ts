@@ -25,6 +25,7 @@ import {
   type Clock,
   type Engine,
   type FerryPlugin,
+  type Logger,
   type StorageConfig,
 } from '@ferry/core';
 import { ferryRouter } from '@ferry/express';
@@ -62,6 +63,10 @@ export interface StartApiOptions {
   httpOptions?: HttpApiOptions;
   /** The engine's plugins; default {@link testPlugins}. */
   plugins?: readonly FerryPlugin[];
+  /** Storage to use instead of the default one of `storage` (which then only names the cell). */
+  storageConfig?: StorageConfig;
+  /** The engine's logger; default silent. */
+  logger?: Logger;
 }
 
 /** Options of one {@link TestApi.request}. */
@@ -203,10 +208,11 @@ function flatHeaders(headers: Record<string, string | string[] | undefined>): Re
 export async function startApi(options: StartApiOptions): Promise<TestApi> {
   const clock = options.clock ?? new VirtualClock(CLOCK_START_MS);
   const engine = await createEngine({
-    storage: await storageConfig(options.storage),
+    storage: options.storageConfig ?? (await storageConfig(options.storage)),
     secretKey: generateSecretKey(),
     clock,
     plugins: options.plugins ?? testPlugins(),
+    ...(options.logger ? { logger: options.logger } : {}),
   });
   await engine.start();
   let server: { url: string; stop: () => Promise<void> };

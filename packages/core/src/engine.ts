@@ -23,6 +23,7 @@ import { WebhooksService } from './services/webhooks-service.js';
 import { WorkspacesService } from './services/workspaces-service.js';
 import { FerryStorage } from './storage/ferry-storage.js';
 import type { StorageConfig } from './storage/storage-config.js';
+import { translateStorageError } from './storage/storage-errors.js';
 import { builtinTransforms } from './transforms/index.js';
 
 /** Options of {@link createEngine}. */
@@ -154,11 +155,21 @@ export class Engine {
             if (isAsync) return Promise.reject(error);
             throw error;
           }
-          const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+          let result: unknown;
+          try {
+            result = (value as (...a: unknown[]) => unknown).apply(target, args);
+          } catch (error) {
+            throw translateStorageError(error);
+          }
           if (result instanceof Promise) {
-            this.inFlight.add(result);
-            const forget = () => this.inFlight.delete(result);
-            result.then(forget, forget);
+            // A storage outage reaches the caller as `unavailable` (503), not as a driver error.
+            const settled = result.then(undefined, (error: unknown) => {
+              throw translateStorageError(error);
+            });
+            this.inFlight.add(settled);
+            const forget = () => this.inFlight.delete(settled);
+            settled.then(forget, forget);
+            return settled;
           }
           return result;
         };

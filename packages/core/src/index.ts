@@ -7,6 +7,7 @@
 export { createEngine, Engine, type EngineOptions, type EngineState } from './engine.js';
 export { sqlite, postgres, type StorageConfig, type SqliteOptions, type PostgresOptions, type Dialect } from './storage/storage-config.js';
 export { FerryStorage, Repositories, openStorage } from './storage/ferry-storage.js';
+export { isStorageUnavailable, translateStorageError } from './storage/storage-errors.js';
 export { LeasesRepo, LeasedQueue, type LeaseGrant, type Claim, type ClaimOptions, type LeasedQueueSpec } from './storage/leases.js';
 export type { KeysetResult } from './storage/keyset.js';
 export type { ApiKeyRow } from './storage/repositories/api-keys-repo.js';

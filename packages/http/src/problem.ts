@@ -1,4 +1,4 @@
-import { ERROR_STATUS, isFerryError, type FieldError } from '@ferry/core';
+import { ERROR_STATUS, isFerryError, translateStorageError, type FieldError } from '@ferry/core';
 import type { HttpResponse } from './types.js';
 
 /** Content type of every error answer (RFC 9457). */
@@ -61,9 +61,12 @@ export interface ProblemBody {
 /**
  * Turns anything thrown into the answer a client sees. Engine and HTTP errors keep their code and
  * message (both are written never to hold a secret); anything else is a bare 500 `internal` whose
- * cause goes to the log only. Returns the response and, for a 500, the error to log.
+ * cause goes to the log only; a storage outage is a 503 `unavailable`. Returns the response and,
+ * for a 500 or an outage, the error to log.
  */
-export function problemResponse(error: unknown, requestId: string): { response: HttpResponse; unexpected?: unknown } {
+export function problemResponse(thrown: unknown, requestId: string): { response: HttpResponse; unexpected?: unknown } {
+  // Storage reached outside the engine's services (the idempotency records) fails the same way.
+  const error = translateStorageError(thrown);
   let status: number;
   let code: string;
   let detail: string;
@@ -90,6 +93,8 @@ export function problemResponse(error: unknown, requestId: string): { response: 
     code = 'unavailable';
     detail = 'The service is unavailable; retry later.';
     retryAfter = error.retryAfterSeconds ?? 5;
+    // An outage (storage unreachable) is worth a log line; a shutdown is not.
+    if (error.cause !== undefined) unexpected = error;
   } else {
     // Engine errors of the 5xx family (`configuration_invalid`, `internal`) and anything else:
     // the message may name internals, so the client gets a fixed text and the log the rest.
