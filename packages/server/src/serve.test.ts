@@ -129,4 +129,32 @@ describe('the ferry CLI (a real process)', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
   });
+
+  it('`npm start`: SIGTERM to npm reaches the server, which drains and stops; nothing is left serving', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
+    // The npm running this suite, else the one on PATH.
+    const npm = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath] : ['npm'];
+    const child = spawn(npm[0]!, [...npm.slice(1), 'start', '--', '--port', '0'], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: join(dir, 'ferry.db') },
+    });
+    let output = '';
+    const url = await new Promise<string>((done, fail) => {
+      const read = (d: Buffer) => {
+        output += d;
+        const m = /serving on (http:\/\/\S+)/.exec(output);
+        if (m) done(m[1]!);
+      };
+      child.stdout.on('data', read);
+      child.stderr.on('data', read);
+      child.on('exit', () => fail(new Error(`npm start exited early: ${output}`)));
+    });
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const exited = new Promise<void>((done) => child.on('exit', () => done()));
+    child.kill('SIGTERM');
+    await exited;
+    expect(output).toContain('ferry stopped');
+    // npm exits when its child does; a server orphaned behind it would still answer.
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+  });
 });
