@@ -268,13 +268,20 @@ describe('getSharedTestPostgres', () => {
       });
       let stdout = '';
       let stderr = '';
-      child.stdout.on('data', (chunk) => (stdout += chunk));
       child.stderr.on('data', (chunk) => (stderr += chunk));
       const exited = new Promise<number | string | null>((resolve) =>
         child.once('exit', (code, sig) => resolve(code ?? sig)),
       );
+      // The first line on stdout is the child's report; an early exit ends the wait too.
+      const reported = new Promise<boolean>((resolve) => {
+        child.stdout.on('data', (chunk) => {
+          stdout += chunk;
+          if (stdout.includes('\n')) resolve(true);
+        });
+        void exited.then(() => resolve(false));
+      });
 
-      const ready = await eventually(() => stdout.includes('\n') || child.exitCode !== null, 30_000);
+      const ready = await reported;
       expect(ready && stdout.includes('\n'), `child did not report its server; stderr:\n${stderr}`).toBe(true);
       const { port } = JSON.parse(stdout.split('\n')[0]!) as { port: number };
       const onDisk = await findServerOnDisk(port);
@@ -286,9 +293,10 @@ describe('getSharedTestPostgres', () => {
       const exitStatus = await exited;
       if (mode !== 'signal') expect(exitStatus, stderr).toBe(0);
 
-      // The exit handler cleans up synchronously, before the process is gone: no grace. Only
-      // after SIGKILL no handler runs, and the watchdog needs up to ~1 s to notice plus the
-      // shutdown itself.
+      // The postmaster is not our child, so nothing signals its end: /proc is polled (real time,
+      // since a real process is what is awaited). The exit handler cleans up synchronously,
+      // before the process is gone: no grace. Only after SIGKILL no handler runs, and the
+      // watchdog needs up to ~1 s to notice plus the shutdown itself.
       const grace = signal === 'SIGKILL' ? 10_000 : 0;
       expect(await eventually(() => !isAlive(onDisk!.pid), grace), 'postmaster still running').toBe(true);
       expect(await eventually(() => !existsSync(onDisk!.root), grace), 'temp directory left behind').toBe(true);
