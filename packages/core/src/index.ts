@@ -21,6 +21,7 @@ export type { OutboxRow } from './storage/repositories/outbox-repo.js';
 export type { IdempotencyRecord, IdempotencyBegin } from './storage/repositories/idempotency-repo.js';
 export type { InboxRow, InboxEntry } from './storage/repositories/inbox-repo.js';
 export type { WorkspaceRow } from './storage/repositories/workspaces-repo.js';
+export type { StorageStats, CountsBy } from './storage/repositories/stats-repo.js';
 
 export { FerryError, ERROR_STATUS, isFerryError, type ErrorCode, type FieldError, type FerryErrorOptions } from './errors.js';
 export { systemClock, sleep, isoNow, type Clock, type ClockTimer } from './clock.js';

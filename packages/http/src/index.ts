@@ -7,4 +7,5 @@
  * @packageDocumentation
  */
 export { createHttpApi } from './create-http-api.js';
+export { problemResponse } from './problem.js';
 export type { HttpApi, HttpApiOptions, HttpBody, HttpHeaders, HttpRequest, HttpResponse, RateLimitSettings, RequestLog, RouteInfo } from './types.js';

@@ -1,4 +1,4 @@
-import type { Engine } from '@ferry/core';
+import type { Engine, StorageStats } from '@ferry/core';
 import type { RequestLog } from '@ferry/http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -11,11 +11,9 @@ export interface ServerMetrics {
   render(): Promise<string>;
 }
 
-type Rows = Array<Record<string, unknown>>;
-
 /**
- * Creates the metrics of a server over an engine. Storage figures are a handful of grouped counts
- * on indexed columns, run when Prometheus scrapes, never on the request path.
+ * Creates the metrics of a server over an engine. Storage figures are read once per scrape
+ * (`engine.storage.repos.stats`), never on the request path.
  */
 export function createMetrics(engine: Engine): ServerMetrics {
   const registry = new Registry();
@@ -35,8 +33,10 @@ export function createMetrics(engine: Engine): ServerMetrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
   });
-  const knex = engine.storage.knex;
-  const grouped = (name: string, help: string, label: string, query: () => Promise<Rows>, all: readonly string[] = []) =>
+  // One read of the storage figures per scrape (set by render), shared by the gauges below.
+  let scrape: Promise<StorageStats> | undefined;
+  const stats = () => scrape ?? engine.storage.repos.stats.read();
+  const gauge = (name: string, help: string, label: string, pick: (s: StorageStats) => Record<string, number>, all: readonly string[] = []) =>
     new Gauge({
       name,
       help,
@@ -45,40 +45,32 @@ export function createMetrics(engine: Engine): ServerMetrics {
       async collect() {
         this.reset();
         for (const value of all) this.set({ [label]: value }, 0);
-        for (const row of await query()) this.set({ [label]: String(row.k) }, Number(row.n));
+        for (const [value, n] of Object.entries(pick(await stats()))) this.set({ [label]: value }, n);
       },
     });
-  grouped('ferry_pipelines', 'Live pipelines by state.', 'state', () => knex('pipelines').whereNull('deleted_at').select('state as k').count('* as n').groupBy('state'), ['draft', 'active', 'paused', 'deleting']);
-  grouped('ferry_runs', 'Pipeline runs by status.', 'status', () => knex('runs').select('status as k').count('* as n').groupBy('status'), ['queued', 'running', 'succeeded', 'failed']);
-  grouped('ferry_deliveries', 'Webhook deliveries by status.', 'status', () => knex('deliveries').select('status as k').count('* as n').groupBy('status'), ['pending', 'retrying', 'delivered', 'failed']);
-  grouped(
-    'ferry_run_events',
-    'Events counted by the runs that moved them: read, written, filtered, dead-lettered.',
-    'outcome',
-    async () => {
-      const row = ((await knex('runs').sum({ read: 'events_read', written: 'events_written', filtered: 'events_filtered', dead_lettered: 'events_dead_lettered' })) as Rows)[0] ?? {};
-      return Object.entries(row).map(([k, n]) => ({ k, n: n ?? 0 }));
-    },
+  gauge('ferry_pipelines', 'Live pipelines by state.', 'state', (s) => s.pipelinesByState, ['draft', 'active', 'paused', 'deleting']);
+  gauge('ferry_runs', 'Pipeline runs by status.', 'status', (s) => s.runsByStatus, ['queued', 'running', 'succeeded', 'failed']);
+  gauge('ferry_deliveries', 'Webhook deliveries by status.', 'status', (s) => s.deliveriesByStatus, ['pending', 'retrying', 'delivered', 'failed']);
+  gauge('ferry_run_events', 'Events counted by the runs that moved them: read, written, filtered, dead-lettered.', 'outcome', (s) => s.runEvents);
+  gauge(
+    'ferry_queue_depth',
+    'Work waiting, by queue: platform events not yet fanned out, deliveries pending or retrying, replays requested, runs queued.',
+    'queue',
+    (s) => s.queues,
   );
-  const count = async (query: ReturnType<typeof knex>) => Number(((await query.count('* as n')) as Rows)[0]?.n ?? 0);
-  new Gauge({
-    name: 'ferry_queue_depth',
-    help: 'Work waiting, by queue: platform events not yet fanned out, deliveries pending or retrying, replays requested, runs queued.',
-    labelNames: ['queue'],
-    registers: [registry],
-    async collect() {
-      this.set({ queue: 'outbox' }, await count(knex('platform_events').whereNull('fanned_out_at')));
-      this.set({ queue: 'deliveries' }, await count(knex('deliveries').whereIn('status', ['pending', 'retrying'])));
-      this.set({ queue: 'replays' }, await count(knex('dead_letters').whereNotNull('replay_requested_at')));
-      this.set({ queue: 'runs' }, await count(knex('runs').where({ status: 'queued' })));
-    },
-  });
   return {
     registry,
     observe(entry) {
       requests.inc({ method: entry.method, route: entry.route, status: String(entry.status) });
       duration.observe({ method: entry.method, route: entry.route }, entry.durationMs / 1000);
     },
-    render: () => registry.metrics(),
+    async render() {
+      scrape = engine.storage.repos.stats.read();
+      try {
+        return await registry.metrics();
+      } finally {
+        scrape = undefined;
+      }
+    },
   };
 }

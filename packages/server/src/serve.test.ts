@@ -83,6 +83,15 @@ describe('ferry serve (in process)', () => {
     const res = await fetch(`${server.url}/healthz`);
     expect(res.status).toBe(503);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(await res.json()).toEqual({
+      type: '/problems/unavailable',
+      title: 'Service Unavailable',
+      status: 503,
+      detail: 'The service is unavailable; retry later.',
+      code: 'unavailable',
+      request_id: res.headers.get('x-request-id'),
+    });
   });
 });
 

@@ -1,6 +1,7 @@
-import { createEngine, postgres, sqlite, type Engine, type StorageConfig } from '@ferry/core';
+import { randomUUID } from 'node:crypto';
+import { createEngine, FerryError, postgres, sqlite, type Engine, type StorageConfig } from '@ferry/core';
 import { ferryPlugin } from '@ferry/fastify';
-import type { RequestLog } from '@ferry/http';
+import { problemResponse, type RequestLog } from '@ferry/http';
 import Fastify from 'fastify';
 import type { DestinationStream, Logger as PinoLogger } from 'pino';
 import { createLogger } from './logger.js';
@@ -66,12 +67,11 @@ export async function startServer(settings: ServerSettings, options: StartServer
   await app.register(ferryPlugin, { engine, onRequest });
   app.get('/healthz', async (_request, reply) => {
     if (engine.state === 'running' && (await engine.storage.ping())) return reply.code(200).send({ status: 'ok' });
-    return reply
-      .code(503)
-      .header('content-type', 'application/problem+json')
-      .header('retry-after', '5')
-      // A Buffer, so Fastify sends the content type exactly as set (it appends a charset to strings).
-      .send(Buffer.from(JSON.stringify({ type: '/problems/unavailable', title: 'Service Unavailable', status: 503, detail: 'Storage is not answering.', code: 'unavailable' })));
+    // The same problem+json as the API's 503s, with a request id for the log.
+    const requestId = randomUUID();
+    const { response } = problemResponse(new FerryError('unavailable', 'Storage is not answering.', { retryAfterSeconds: 5 }), requestId);
+    // A Buffer, so Fastify sends the content type exactly as set (it appends a charset to strings).
+    return reply.code(response.status).headers({ ...response.headers, 'x-request-id': requestId }).send(Buffer.from(response.body ?? ''));
   });
   app.get('/metrics', async (_request, reply) => reply.header('content-type', metrics.registry.contentType).send(await metrics.render()));
 

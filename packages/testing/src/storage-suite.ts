@@ -340,6 +340,40 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       expect((await storage.repos.outbox.listForWorkspace('ws_b')).length).toBe(0);
     });
 
+    it('stats: figures across workspaces, zero where nothing is', async () => {
+      expect(await storage.repos.stats.read()).toEqual({
+        pipelinesByState: {},
+        runsByStatus: {},
+        deliveriesByStatus: {},
+        runEvents: { read: 0, written: 0, filtered: 0, dead_lettered: 0 },
+        queues: { outbox: 0, deliveries: 0, replays: 0, runs: 0 },
+      });
+      await seedConnectorsAndPipeline();
+      await storage.repos.pipelines.insert(pipelineRow({ id: 'pip_2', name: 'two', state: 'active' }));
+      await storage.repos.pipelines.insert(pipelineRow({ id: 'pip_3', name: 'three', state: 'active' }));
+      await storage.repos.pipelines.insert(pipelineRow({ id: 'pip_b', name: 'b', workspace_id: 'ws_b', state: 'paused' }));
+      await storage.repos.pipelines.markDeleted('ws_a', 'pip_3', at(1));
+      const run = (id: string, status: 'queued' | 'succeeded') => ({ id, workspace_id: 'ws_a', pipeline_id: 'pip_1', trigger: 'manual' as const, scheduled_for: null, status, created_at: at(0) });
+      await storage.repos.runs.insert(run('run_1', 'succeeded'));
+      await storage.repos.runs.insert(run('run_2', 'queued'));
+      await storage.repos.runs.addCounts('run_1', { events_read: 10, events_written: 7, events_filtered: 2, events_dead_lettered: 1 });
+      await storage.repos.runs.addCounts('run_2', { events_read: 3, events_written: 3 });
+      await storage.repos.deliveries.insertMany([deliveryRow(1), deliveryRow(2, { status: 'retrying' }), deliveryRow(3, { status: 'delivered' })]);
+      for (let i = 1; i <= 3; i++) {
+        await storage.repos.outbox.append({ id: `evt_s${i}`, workspace_id: 'ws_a', type: 'pipeline.created', data: {}, occurred_at: at(i) });
+      }
+      await storage.repos.outbox.markFannedOut(['evt_s1'], at(5));
+      await storage.repos.events.putDeadLetter({ event_id: 'evt_d1', workspace_id: 'ws_a', pipeline_id: 'pip_1', stage: 'destination', record: { type: 't', payload: {} }, replay_requested_at: at(6), created_at: at(6) });
+      await storage.repos.events.putDeadLetter({ event_id: 'evt_d2', workspace_id: 'ws_a', pipeline_id: 'pip_1', stage: 'destination', record: { type: 't', payload: {} }, replay_requested_at: null, created_at: at(6) });
+      expect(await storage.repos.stats.read()).toEqual({
+        pipelinesByState: { draft: 1, active: 1, paused: 1 },
+        runsByStatus: { succeeded: 1, queued: 1 },
+        deliveriesByStatus: { pending: 1, retrying: 1, delivered: 1 },
+        runEvents: { read: 13, written: 10, filtered: 2, dead_lettered: 1 },
+        queues: { outbox: 2, deliveries: 2, replays: 1, runs: 1 },
+      });
+    });
+
     it('idempotency: claim, in progress, completion, stale takeover, purge', async () => {
       const record = (owner: string, createdMs: number) => ({
         api_key_id: 'key_1', key: 'k1', workspace_id: 'ws_a', request_hash: 'hash-a', owner_token: owner,

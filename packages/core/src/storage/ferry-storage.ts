@@ -9,6 +9,7 @@ import { DeliveriesRepo } from './repositories/deliveries-repo.js';
 import { EventsRepo } from './repositories/events-repo.js';
 import { IdempotencyRepo } from './repositories/idempotency-repo.js';
 import { InboxRepo } from './repositories/inbox-repo.js';
+import { StatsRepo } from './repositories/stats-repo.js';
 import { OutboxRepo } from './repositories/outbox-repo.js';
 import { PipelinesRepo } from './repositories/pipelines-repo.js';
 import { RunsRepo } from './repositories/runs-repo.js';
@@ -37,6 +38,7 @@ export class Repositories {
   readonly idempotency: IdempotencyRepo;
   readonly leases: LeasesRepo;
   readonly inbox: InboxRepo;
+  readonly stats: StatsRepo;
 
   /**
    * @param idle - SQLite only, for repositories outside a transaction: the direct read path of
@@ -56,6 +58,7 @@ export class Repositories {
     this.idempotency = new IdempotencyRepo(db);
     this.leases = new LeasesRepo(db, dialect);
     this.inbox = new InboxRepo(db);
+    this.stats = new StatsRepo(db);
   }
 }
 
