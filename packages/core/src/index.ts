@@ -28,7 +28,7 @@ export { systemClock, sleep, isoNow, type Clock, type ClockTimer } from './clock
 export { silentLogger, type Logger, type LogFn } from './logger.js';
 export { IdGenerator, ID_PREFIXES, isId, type IdKind } from './ids.js';
 export { CursorCodec, normalizeLimit, DEFAULT_LIMIT, MAX_LIMIT, CURSOR_TTL_MS, type CursorScope } from './pagination.js';
-export { schemaErrors, type SchemaErrorOptions } from './validation.js';
+export { pointerToken, schemaErrors, type SchemaErrorOptions } from './validation.js';
 export { inputSchemas, readOnlyFields } from './schemas.js';
 export { assertSchedule, nextFireAfter } from './schedule.js';
 export { assertUrlAllowed, isBlockedAddress, isHostAllowed } from './outbound-policy.js';

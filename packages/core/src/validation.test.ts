@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
 import { isFerryError } from './errors.js';
-import { assertSchema, compile, schemaErrors } from './validation.js';
+import { assertSchema, compile, pointerToken, schemaErrors } from './validation.js';
 
 const DISTINCTIVE = 'zz-Distinctive-Value-93f1';
 
@@ -186,5 +186,14 @@ describe('compile', () => {
   it('caches the compiled checker per schema', () => {
     expect(compile(Schema)).toBe(compile(Schema));
     expect(compile(Type.Object({}))).not.toBe(compile(Type.Object({})));
+  });
+});
+
+describe('pointerToken', () => {
+  it('escapes ~ before / (RFC 6901), so the two never collide', () => {
+    expect(pointerToken('a/b')).toBe('a~1b');
+    expect(pointerToken('a~b')).toBe('a~0b');
+    expect(pointerToken('~1')).toBe('~01');
+    expect(pointerToken('plain')).toBe('plain');
   });
 });

@@ -44,6 +44,11 @@ const CODES: Partial<Record<ValueErrorType, string>> = {
   [ValueErrorType.ArrayUniqueItems]: 'duplicate',
 };
 
+/** One key as a JSON Pointer reference token (RFC 6901): `~` becomes `~0`, `/` becomes `~1`. */
+export function pointerToken(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
 /** Options of {@link schemaErrors}. */
 export interface SchemaErrorOptions {
   /** Prefix of every pointer (`/config` when validating a connector's config). */
@@ -112,7 +117,7 @@ function nulErrors(value: unknown, pointer: string, out: FieldError[]): FieldErr
     for (let i = 0; i < value.length; i++) nulErrors(value[i], `${pointer}/${i}`, out);
   } else if (value !== null && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) {
-      const child = `${pointer}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      const child = `${pointer}/${pointerToken(key)}`;
       if (key.includes('\u0000') && !out.some((e) => e.pointer === child)) out.push({ pointer: child, code: 'invalid_character', detail: NUL_DETAIL });
       else nulErrors(item, child, out);
     }

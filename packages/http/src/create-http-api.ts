@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { isFerryError, scopeAllows, type AuthContext, type Engine, type FieldError } from '@ferry/core';
+import { isFerryError, pointerToken, scopeAllows, type AuthContext, type Engine, type FieldError } from '@ferry/core';
 import { assertIdempotencyKey, requestHash, withIdempotency } from './idempotency.js';
 import { buildOpenApi } from './openapi.js';
 import { HttpProblem, JSON_CONTENT_TYPE, problemResponse } from './problem.js';
@@ -117,7 +117,7 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
       throw new HttpProblem('validation_failed', 'The body must be a JSON object.', { errors: [{ pointer: '', code: 'type', detail: 'Expected an object.' }] });
     }
     if (definition.body === 'none') {
-      const errors: FieldError[] = Object.keys(parsed).map((k) => ({ pointer: `/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, code: 'unknown_field', detail: 'This operation takes no body fields.' }));
+      const errors: FieldError[] = Object.keys(parsed).map((k) => ({ pointer: `/${pointerToken(k)}`, code: 'unknown_field', detail: 'This operation takes no body fields.' }));
       if (errors.length > 0) throw new HttpProblem('validation_failed', 'This operation takes no body.', { errors });
     }
     return { raw, parsed };

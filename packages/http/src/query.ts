@@ -1,4 +1,4 @@
-import { MAX_LIMIT, type FieldError } from '@ferry/core';
+import { MAX_LIMIT, pointerToken, type FieldError } from '@ferry/core';
 import { HttpProblem } from './problem.js';
 import type { QueryParam } from './route.js';
 
@@ -18,7 +18,7 @@ export function parseQuery(search: string, spec: Record<string, QueryParam> | un
   const seen = new Set<string>();
   for (const [name, value] of new URLSearchParams(search)) {
     const param = spec && Object.hasOwn(spec, name) ? spec[name] : undefined;
-    const pointer = `/${name.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+    const pointer = `/${pointerToken(name)}`;
     if (!param) {
       if (!seen.has(name)) errors.push({ pointer, code: 'unknown_field', detail: 'This query parameter is not allowed here.' });
       seen.add(name);

@@ -9,7 +9,7 @@ import type { RegisteredConnector } from '../plugin/registry.js';
 import { REDACTED } from '../plugin/secret.js';
 import { inputSchemas, readOnlyFields } from '../schemas.js';
 import type { ConnectorRow } from '../storage/repositories/connectors-repo.js';
-import { assertSchema, schemaErrors } from '../validation.js';
+import { assertSchema, pointerToken, schemaErrors } from '../validation.js';
 import { Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { PipelineLifecycleHooks } from './pipelines-service.js';
@@ -365,7 +365,7 @@ export class ConnectorsService {
     const secretRoots = new Set(plugin.secretPaths.map((p) => p[0]));
     const errors: FieldError[] = [];
     for (const [key, value] of Object.entries(fields)) {
-      const pointer = `/config/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      const pointer = `/config/${pointerToken(key)}`;
       if (!secretRoots.has(key)) errors.push({ pointer, code: 'not_secret', detail: 'Only secret fields rotate; change other fields with PATCH.' });
       else if (value === REDACTED) errors.push({ pointer, code: 'redacted_value', detail: 'This is the redacted placeholder, not a value; send the secret itself.' });
     }
