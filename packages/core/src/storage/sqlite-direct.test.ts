@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStorage, type FerryStorage } from './ferry-storage.js';
 import type { ApiKeyRow } from './repositories/api-keys-repo.js';
+import { sqliteStatement } from './sqlite-direct.js';
 import { sqlite } from './storage-config.js';
 
 const NOW = '2026-11-22T10:00:00.000Z';
@@ -59,5 +60,22 @@ describe('SqliteIdleReader (the direct read path of hot lookups)', () => {
     await tx;
     expect((await read)?.id).toBe('key_2');
     expect(order).toEqual(['commit', 'read: row']);
+  });
+});
+
+describe('sqliteStatement (the per-connection statement cache)', () => {
+  it('prepares a text once per connection, and drops the oldest past 500 texts', () => {
+    const prepared: string[] = [];
+    const conn = { prepare: (sql: string) => (prepared.push(sql), { sql }) };
+    const other = { prepare: (sql: string) => ({ sql }) };
+    const first = sqliteStatement(conn, 'select 0');
+    expect(sqliteStatement(conn, 'select 0')).toBe(first);
+    expect(sqliteStatement(other, 'select 0')).not.toBe(first);
+    for (let i = 1; i <= 500; i++) sqliteStatement(conn, `select ${i}`);
+    expect(prepared).toHaveLength(501);
+    // 'select 0' was the oldest of 501: gone, prepared again; 'select 500' is still cached.
+    expect(sqliteStatement(conn, 'select 0')).not.toBe(first);
+    sqliteStatement(conn, 'select 500');
+    expect(prepared).toHaveLength(502);
   });
 });

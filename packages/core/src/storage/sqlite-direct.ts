@@ -6,24 +6,31 @@ export interface SqliteStatement {
   run(params: Record<string, unknown>): unknown;
 }
 
-/** The part of a better-sqlite3 connection the hot paths use. */
-interface SqliteConnection {
-  prepare(sql: string): SqliteStatement;
+/** A better-sqlite3 connection, as far as preparing statements goes. */
+interface Preparing<S> {
+  prepare(sql: string): S;
 }
 
-// Prepared once per connection and SQL text: preparing is most of the cost of a small statement.
-const statements = new WeakMap<object, Map<string, SqliteStatement>>();
+/** Prepared statements kept per connection; the oldest goes first past this many. */
+const STATEMENT_CACHE_SIZE = 500;
+// Preparing is most of the cost of a small statement (knex prepares every query anew), and the
+// same SQL texts recur; `whereIn` lists make texts vary, hence the bound.
+const statements = new WeakMap<object, Map<string, unknown>>();
 
-/** A prepared statement on a better-sqlite3 connection, cached for the connection's lifetime. */
-export function sqliteStatement(conn: SqliteConnection, sql: string): SqliteStatement {
+/**
+ * A prepared statement on a better-sqlite3 connection, cached for the connection's lifetime:
+ * shared by knex's query path, the direct hot paths and the idle reader.
+ */
+export function sqliteStatement<S = SqliteStatement>(conn: Preparing<S>, sql: string): S {
   let byText = statements.get(conn);
   if (!byText) {
     byText = new Map();
     statements.set(conn, byText);
   }
-  let statement = byText.get(sql);
-  if (!statement) {
+  let statement = byText.get(sql) as S | undefined;
+  if (statement === undefined) {
     statement = conn.prepare(sql);
+    if (byText.size >= STATEMENT_CACHE_SIZE) byText.delete(byText.keys().next().value!);
     byText.set(sql, statement);
   }
   return statement;
@@ -34,9 +41,9 @@ export function sqliteStatement(conn: SqliteConnection, sql: string): SqliteStat
  * if `db` is one (knex hands a transaction's own connection to its client), else a new one.
  * For hot paths only; everything else goes through knex.
  */
-export async function inSqliteTransaction(db: Db, work: (conn: SqliteConnection) => void): Promise<void> {
+export async function inSqliteTransaction(db: Db, work: (conn: Preparing<SqliteStatement>) => void): Promise<void> {
   const run = async (trx: Knex.Transaction) => {
-    const client = trx.client as { acquireConnection(): Promise<SqliteConnection>; releaseConnection(conn: unknown): Promise<void> };
+    const client = trx.client as { acquireConnection(): Promise<Preparing<SqliteStatement>>; releaseConnection(conn: unknown): Promise<void> };
     const conn = await client.acquireConnection();
     try {
       work(conn);
@@ -68,7 +75,6 @@ interface ReadableConnection {
  */
 export class SqliteIdleReader {
   private conn: ReadableConnection | null = null;
-  private readonly prepared = new Map<string, ReturnType<ReadableConnection['prepare']>>();
 
   constructor(private readonly knex: Knex) {}
 
@@ -77,25 +83,18 @@ export class SqliteIdleReader {
     const client = this.knex.client as { acquireConnection(): Promise<ReadableConnection>; releaseConnection(conn: unknown): Promise<void> };
     const conn = await client.acquireConnection();
     await client.releaseConnection(conn);
-    if (conn !== this.conn) this.prepared.clear();
     this.conn = conn;
   }
 
   /** Forgets the connection (storage closing). */
   release(): void {
     this.conn = null;
-    this.prepared.clear();
   }
 
   private statement(sql: string): ReturnType<ReadableConnection['prepare']> | undefined {
     const conn = this.conn;
     if (!conn || !conn.open || conn.inTransaction) return undefined;
-    let statement = this.prepared.get(sql);
-    if (!statement) {
-      statement = conn.prepare(sql);
-      this.prepared.set(sql, statement);
-    }
-    return statement;
+    return sqliteStatement(conn, sql);
   }
 
   /** One row (`null` when none), or `undefined` when the direct path is not available now. */

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
+import { sqliteStatement } from './sqlite-direct.js';
 
 /** The SQL dialects the engine stores its state in. */
 export type Dialect = 'sqlite' | 'postgres';
@@ -38,14 +39,6 @@ export interface PostgresOptions {
 
 const require = createRequire(import.meta.url);
 
-/**
- * better-sqlite3 with every transaction opened as `BEGIN IMMEDIATE`.
- *
- * knex opens SQLite transactions with a plain (deferred) `BEGIN`; two processes that both read
- * and then write can then deadlock on the lock upgrade, which `busy_timeout` cannot resolve.
- * Taking the write lock at `BEGIN` makes every transaction a proper compare-and-set section,
- * which the lease and queue claims rely on when several engines share one file.
- */
 /** What knex hands its dialect's `_query`. */
 interface KnexQueryObject {
   sql: string;
@@ -63,30 +56,15 @@ interface CachedStatement {
   run(bindings: unknown[]): unknown;
 }
 
-/** The part of a better-sqlite3 connection the statement cache uses. */
-interface CachingConnection {
-  prepare(sql: string): CachedStatement;
-}
-
-/** Prepared statements kept per connection; the oldest goes first past this many. */
-const STATEMENT_CACHE_SIZE = 500;
-const statementCaches = new WeakMap<object, Map<string, CachedStatement>>();
-
-function cachedStatement(connection: CachingConnection, sql: string): CachedStatement {
-  let cache = statementCaches.get(connection);
-  if (!cache) {
-    cache = new Map();
-    statementCaches.set(connection, cache);
-  }
-  let statement = cache.get(sql);
-  if (!statement) {
-    statement = connection.prepare(sql);
-    if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
-    cache.set(sql, statement);
-  }
-  return statement;
-}
-
+/**
+ * better-sqlite3 with every transaction opened as `BEGIN IMMEDIATE`.
+ *
+ * knex opens SQLite transactions with a plain (deferred) `BEGIN`; two processes that both read
+ * and then write can then deadlock on the lock upgrade, which `busy_timeout` cannot resolve.
+ * Taking the write lock at `BEGIN` makes every transaction a proper compare-and-set section,
+ * which the lease and queue claims rely on when several engines share one file. Its queries run
+ * on the connection's cached prepared statements ({@link sqliteStatement}).
+ */
 function immediateSqliteClient(): unknown {
   // knex exposes no option for this, so its own classes are extended (knex has no `exports` map).
   type Ctor = new (...args: unknown[]) => { query(conn: unknown, sql: string): unknown };
@@ -103,12 +81,11 @@ function immediateSqliteClient(): unknown {
     }
 
     // knex prepares every statement anew, which costs more than running it (tens of µs for the
-    // small statements of an API write against this schema). The same SQL texts recur, so each
-    // connection keeps its prepared statements, bounded: `whereIn` lists make texts vary.
-    async _query(connection: CachingConnection, obj: KnexQueryObject): Promise<KnexQueryObject> {
+    // small statements of an API write against this schema): the connection's cached ones are used.
+    async _query(connection: { prepare(sql: string): CachedStatement }, obj: KnexQueryObject): Promise<KnexQueryObject> {
       if (!obj.sql) throw new Error('The query is empty');
       if (!connection) throw new Error('No connection provided');
-      const statement = cachedStatement(connection, obj.sql);
+      const statement = sqliteStatement(connection, obj.sql);
       // A cached statement keeps the mode a previous query set: always set it.
       statement.safeIntegers(obj.options?.safeIntegers ?? false);
       const bindings = (this as unknown as { _formatBindings(b: unknown): unknown[] })._formatBindings(obj.bindings);
