@@ -18,7 +18,6 @@
  * measures nothing. Bounded: 8 runs of 6 s, under a minute and a half in all.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +28,7 @@ import { createEngine, generateSecretKey, sqlite, type Engine } from '@ferry/cor
 import { ferryRouter } from '@ferry/express';
 import { ferryPlugin } from '@ferry/fastify';
 import type { HttpApiOptions } from '@ferry/http';
+import { listenLoopback } from '@ferry/testing';
 import { webhook } from '@ferry/webhook';
 import { emit } from '../emit.js';
 
@@ -56,21 +56,6 @@ interface Load {
 async function listenFastify(app: FastifyInstance): Promise<Listening> {
   await app.listen({ port: 0, host: '127.0.0.1' });
   return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, close: () => app.close() };
-}
-
-async function listenExpress(app: express.Express): Promise<Listening> {
-  const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(0, '127.0.0.1', (error?: Error) => (error ? reject(error) : resolve(s)));
-  });
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        // autocannon's keep-alive sockets would otherwise hold close() open.
-        server.closeAllConnections();
-      }),
-  };
 }
 
 /**
@@ -143,7 +128,7 @@ async function startFerry(adapter: 'fastify' | 'express', dir: string): Promise<
     } else {
       const app = express();
       app.use(ferryRouter(engine, HTTP_OPTIONS));
-      server = await listenExpress(app);
+      server = await listenLoopback(app);
     }
   } catch (error) {
     await engine.stop();
@@ -185,7 +170,7 @@ async function startBareExpress(pipeline: unknown, connector: unknown): Promise<
     if ((req.body as { type?: unknown } | undefined)?.type !== 'webhook') return void res.status(400).json({ error: 'bad body' });
     res.status(201).json(connector);
   });
-  return listenExpress(app);
+  return listenLoopback(app);
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'ferry-bench-http-'));

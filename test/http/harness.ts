@@ -7,7 +7,6 @@
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -31,7 +30,7 @@ import {
 import { ferryRouter } from '@ferry/express';
 import { ferryPlugin } from '@ferry/fastify';
 import type { HttpApiOptions } from '@ferry/http';
-import { getSharedTestPostgres, VirtualClock } from '@ferry/testing';
+import { getSharedTestPostgres, listenLoopback, VirtualClock } from '@ferry/testing';
 
 /** The two framework adapters under test. */
 export type AdapterName = 'express' | 'fastify';
@@ -171,18 +170,8 @@ async function listen(adapter: AdapterName, engine: Engine, httpOptions: HttpApi
   if (adapter === 'express') {
     const app = express();
     app.use(ferryRouter(engine, httpOptions));
-    const server: Server = await new Promise((resolve, reject) => {
-      const s = app.listen(0, '127.0.0.1', (error?: Error) => (error ? reject(error) : resolve(s)));
-    });
-    const { port } = server.address() as AddressInfo;
-    return {
-      url: `http://127.0.0.1:${port}`,
-      stop: () =>
-        new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeAllConnections();
-        }),
-    };
+    const server = await listenLoopback(app);
+    return { url: server.url, stop: () => server.close() };
   }
   const app: FastifyInstance = Fastify({ logger: false });
   await app.register(ferryPlugin, { engine, ...httpOptions });

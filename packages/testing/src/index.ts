@@ -1,6 +1,6 @@
 /**
  * @ferry/testing: what Ferry's own tests use, published for plugin authors and embedders: a
- * virtual clock, an embedded Postgres, and the storage conformance suite.
+ * virtual clock, an embedded Postgres, loopback HTTP servers, and the storage conformance suite.
  *
  * @packageDocumentation
  */
@@ -8,3 +8,4 @@ export { VirtualClock } from './virtual-clock.js';
 export { startTestPostgres, getSharedTestPostgres, type TestPostgres } from './embedded-postgres.js';
 export { runStorageSuite, connectorRow, pipelineRow, type StorageFactory } from './storage-suite.js';
 export { runEngineStorageSuite } from './engine-storage-suite.js';
+export { listenLoopback, type LoopbackServer } from './loopback-server.js';

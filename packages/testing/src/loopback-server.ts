@@ -1,0 +1,37 @@
+import { createServer, type RequestListener } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** An HTTP server on 127.0.0.1 and a free port. */
+export interface LoopbackServer {
+  /** Base URL, e.g. `http://127.0.0.1:41234`. */
+  readonly url: string;
+  /** Stops listening and ends kept-alive connections (load generators hold them open). */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `listener` (an Express app, or any Node request handler) on 127.0.0.1 and a free port:
+ * the loopback servers of tests and benchmarks, never reachable from elsewhere.
+ *
+ * @example
+ * ```ts
+ * const server = await listenLoopback(app);
+ * await fetch(`${server.url}/v2/pipelines`);
+ * await server.close();
+ * ```
+ */
+export async function listenLoopback(listener: RequestListener): Promise<LoopbackServer> {
+  const server = createServer(listener);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
