@@ -21,6 +21,8 @@ import { IngestService } from './services/ingest-service.js';
 import { PipelinesService } from './services/pipelines-service.js';
 import { WebhooksService } from './services/webhooks-service.js';
 import { WorkspacesService } from './services/workspaces-service.js';
+import { PipelineRuntime } from './runtime/pipeline-runtime.js';
+import { resolveRuntimeOptions, type RuntimeOptions } from './runtime/runtime-options.js';
 import { FerryStorage } from './storage/ferry-storage.js';
 import type { StorageConfig } from './storage/storage-config.js';
 import { translateStorageError } from './storage/storage-errors.js';
@@ -51,6 +53,11 @@ export interface EngineOptions {
   outboundAllow?: readonly string[];
   /** Defaults of new pipelines. */
   pipelineDefaults?: Partial<ServiceSettings['pipelineDefaults']>;
+  /**
+   * Tuning of the pipeline runtime (polling, leases, backoff, retry budgets), or `false` for an
+   * engine that serves the API but runs no pipeline (another instance on the same Postgres does).
+   */
+  runtime?: Partial<RuntimeOptions> | false;
 }
 
 /** Lifecycle state of an engine. */
@@ -91,6 +98,7 @@ export class Engine {
   private stopping: Promise<void> | undefined;
   private readonly bus: PlatformEventBus;
   private readonly container: DependencyContainer;
+  private readonly runtime: PipelineRuntime;
 
   /** @internal Use {@link createEngine}. */
   constructor(options: EngineOptions) {
@@ -134,6 +142,12 @@ export class Engine {
     this.apiKeys = this.guard(this.container.resolve(ApiKeysService));
     this.workspaces = this.guard(this.container.resolve(WorkspacesService));
     this.ingest = this.guard(this.container.resolve(IngestService));
+    const connectors = this.container.resolve(ConnectorsService);
+    const pipelines = this.container.resolve(PipelinesService);
+    this.runtime = new PipelineRuntime(context, connectors, pipelines, resolveRuntimeOptions(options.runtime));
+    pipelines.setLifecycleHooks(this.runtime);
+    connectors.setLifecycleHooks(this.runtime);
+    this.container.resolve(EventsService).setReplayListener(() => this.runtime.replayRequested());
   }
 
   /**
@@ -195,12 +209,14 @@ export class Engine {
     }
     this.lifecycle = 'running';
     await this.container.resolve(ConnectorsService).recoverRotations();
+    await this.runtime.start();
     this.logger.info({ storage: this.storage.description, instance_id: this.instanceId }, 'ferry engine started');
   }
 
   /**
-   * Stops gracefully: refuses new work, lets the changes in flight commit (and their events
-   * reach listeners), then closes storage. Idempotent; concurrent calls wait for the same stop.
+   * Stops gracefully: refuses new work, lets every pipeline finish its batch in flight (streaming
+   * pipelines release their leases, runs go back to the queue), lets the changes in flight commit
+   * (and their events reach listeners), then closes storage. Idempotent; concurrent calls wait for the same stop.
    */
   async stop(): Promise<void> {
     this.stopping ??= this.shutdown();
@@ -209,6 +225,7 @@ export class Engine {
 
   private async shutdown(): Promise<void> {
     this.lifecycle = 'stopping';
+    await this.runtime.stop();
     await Promise.allSettled([...this.inFlight]);
     this.bus.close();
     this.container.clearInstances();

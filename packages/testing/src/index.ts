@@ -8,4 +8,5 @@ export { VirtualClock } from './virtual-clock.js';
 export { startTestPostgres, getSharedTestPostgres, type TestPostgres } from './embedded-postgres.js';
 export { runStorageSuite, connectorRow, pipelineRow, type StorageFactory } from './storage-suite.js';
 export { runEngineStorageSuite } from './engine-storage-suite.js';
+export { MemoryHub, MemoryStream, MemorySink, memoryConnector, memoryConfigSchema, type MemoryHubOptions, type MemoryRecordInput } from './memory-connector.js';
 export { listenLoopback, type LoopbackServer } from './loopback-server.js';

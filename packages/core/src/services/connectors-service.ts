@@ -162,6 +162,8 @@ export class ConnectorsService {
       }
       await repos.connectors.update(workspaceId, id, patch);
     });
+    // Pipelines on it open it again, with the new config, before their next batch.
+    if (input.config !== undefined) for (const p of await reader(this.ctx).pipelines.referencing(workspaceId, id)) this.hooks.changed(p.id);
     return this.get(workspaceId, id);
   }
 

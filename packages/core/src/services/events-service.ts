@@ -25,7 +25,14 @@ export function normalizeTimestamp(value: string, pointer: string): string {
  * one or in bulk. The runtime performs the replay; this service records the request.
  */
 export class EventsService {
+  private onReplayRequested: () => void = () => undefined;
+
   constructor(private readonly ctx: EngineContext) {}
+
+  /** Used by the runtime: called after replays were requested, so they start at once. */
+  setReplayListener(listener: () => void): void {
+    this.onReplayRequested = listener;
+  }
 
   /** Lists a pipeline's events by `(occurred_at, id)`; `next_cursor` is kept for tailing. */
   async list(workspaceId: string, pipelineId: string, params: ListEventsParams = {}): Promise<Page<EventRecord>> {
@@ -64,7 +71,7 @@ export class EventsService {
    */
   async replay(workspaceId: string, eventId: string): Promise<EventRecord> {
     const now = nowIso(this.ctx);
-    return transact(this.ctx, async (repos) => {
+    const record = await transact(this.ctx, async (repos) => {
       const row = await repos.events.get(workspaceId, eventId);
       if (!row) throw notFound('event', eventId);
       const replayed = row.status === 'dead_lettered' && (await repos.events.updateStatus(workspaceId, eventId, { status: 'replaying', updated_at: now }, 'dead_lettered'));
@@ -75,6 +82,8 @@ export class EventsService {
       if (letter) await repos.events.putDeadLetter({ ...letter, replay_requested_at: now });
       return presentEvent({ ...row, status: 'replaying', updated_at: now });
     });
+    this.onReplayRequested();
+    return record;
   }
 
   /** Queues the replay of every dead-lettered event of a pipeline that matches; returns how many. */
@@ -86,10 +95,12 @@ export class EventsService {
       until: input.until === undefined ? undefined : normalizeTimestamp(input.until, '/until'),
     };
     const now = nowIso(this.ctx);
-    return transact(this.ctx, async (repos) => {
+    const result = await transact(this.ctx, async (repos) => {
       if (!(await repos.pipelines.get(workspaceId, pipelineId))) throw notFound('pipeline', pipelineId);
       return { count: await repos.events.requestBulkReplay(workspaceId, pipelineId, filters, now) };
     });
+    if (result.count > 0) this.onReplayRequested();
+    return result;
   }
 }
 

@@ -26,6 +26,8 @@ export interface PipelineLifecycleHooks {
   drain(pipelineId: string): Promise<void>;
   /** Tells the runtime the pipeline's definition or state changed. */
   changed(pipelineId: string): void;
+  /** Tells the runtime dead-letter replays were requested. */
+  replayRequested?(): void;
 }
 
 /**
@@ -64,7 +66,7 @@ export class PipelinesService {
       flush_interval_ms: input.flush_interval_ms ?? defaults.flush_interval_ms,
       max_attempts: input.max_attempts ?? defaults.max_attempts,
       salt: randomBytes(16).toString('hex'),
-      last_tick_at: null,
+      last_tick_at: input.activate ? now : null,
       paused_by: null,
       created_at: now,
       updated_at: now,
@@ -123,6 +125,8 @@ export class PipelinesService {
         throw new FerryError('invalid_state_transition', 'The pipeline is being deleted.', { currentStatus: row.state });
       }
       const patch: Partial<PipelineRow> = { updated_at: nowIso(this.ctx) };
+      // A new schedule counts its ticks from now: no catch-up run for the ticks of the old one.
+      if (input.schedule !== undefined && input.schedule !== row.schedule) patch.last_tick_at = patch.updated_at!;
       for (const key of ['name', 'transforms', 'schedule', 'batch_size', 'flush_interval_ms', 'max_attempts'] as const) {
         if (input[key] !== undefined) (patch as Record<string, unknown>)[key] = input[key];
       }
@@ -243,7 +247,10 @@ export class PipelinesService {
       if (!row) throw notFound('pipeline', id);
       // Compare-and-set on the state: of two concurrent transitions only one wins.
       // A user's transition also ends a rotation's hold: the rotation will not resume it.
-      if (!from.includes(row.state) || !(await repos.pipelines.update(workspaceId, id, { state: to, paused_by: null, updated_at: nowIso(this.ctx) }, from))) {
+      const now = nowIso(this.ctx);
+      // An activated schedule counts its ticks from now: the ones it missed while paused are not caught up.
+      const patch: Partial<PipelineRow> = { state: to, paused_by: null, updated_at: now, ...(to === 'active' ? { last_tick_at: now } : {}) };
+      if (!from.includes(row.state) || !(await repos.pipelines.update(workspaceId, id, patch, from))) {
         throw new FerryError('invalid_state_transition', `A pipeline cannot go from ${row.state} to ${to}.`, { currentStatus: row.state });
       }
       emit(workspaceId, event, { pipeline_id: id });

@@ -140,6 +140,16 @@ export class EventsRepo {
     return affected(await query.update(update)) === 1;
   }
 
+  /** The attempts spent so far on each of these events (a replay adds to them). */
+  async attemptsOf(ids: readonly string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (let i = 0; i < ids.length; i += INSERT_CHUNK) {
+      const rows = (await this.db('events').whereIn('id', ids.slice(i, i + INSERT_CHUNK)).select('id', 'attempts')) as { id: string; attempts: unknown }[];
+      for (const row of rows) out.set(row.id, toInt(row.attempts));
+    }
+    return out;
+  }
+
   /** Stores what a replay needs; replaces an older dead letter of the same event. */
   async putDeadLetter(row: DeadLetterRow): Promise<void> {
     await this.db('dead_letters')

@@ -1,0 +1,114 @@
+import { nowIso, transact, type EngineContext } from '../engine-context.js';
+import { FerryError } from '../errors.js';
+import type { Checkpoint } from '../plugin/types.js';
+import type { DeadLetterRow, EventRow } from '../storage/repositories/events-repo.js';
+import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
+import type { Repositories } from '../storage/ferry-storage.js';
+import type { Emit } from '../engine-context.js';
+import type { ItemResult } from './event-processor.js';
+
+/** The counters one batch adds to its run. */
+export interface BatchCounts {
+  events_read: number;
+  events_written: number;
+  events_filtered: number;
+  events_dead_lettered: number;
+}
+
+/** The lease whose holder alone may commit a pipeline's batches. */
+export interface Fence {
+  name: string;
+  token: string;
+}
+
+/** Counts the outcomes of a batch. */
+export function countResults(read: number, results: readonly ItemResult[]): BatchCounts {
+  const counts: BatchCounts = { events_read: read, events_written: 0, events_filtered: 0, events_dead_lettered: 0 };
+  for (const r of results) {
+    if (r.status === 'delivered') counts.events_written++;
+    else if (r.status === 'filtered') counts.events_filtered++;
+    else counts.events_dead_lettered++;
+  }
+  return counts;
+}
+
+/**
+ * Writes the event-log rows (and dead letters) of processed events and announces each dead
+ * letter, inside the caller's transaction.
+ */
+async function recordResults(repos: Repositories, emit: Emit, pipeline: PipelineRow, results: readonly ItemResult[], now: string): Promise<void> {
+  const rows: EventRow[] = new Array(results.length);
+  for (let i = 0; i < results.length; i++) {
+    const r = results[i]!;
+    const dead = r.status === 'dead_lettered';
+    rows[i] = {
+      id: r.event.id,
+      workspace_id: pipeline.workspace_id,
+      pipeline_id: pipeline.id,
+      type: r.event.type,
+      occurred_at: r.event.occurredAt,
+      payload: r.event.payload,
+      status: r.status,
+      attempts: r.attempts,
+      error: dead ? { stage: r.stage, code: r.code, message: r.message } : null,
+      dead_lettered_at: dead ? now : null,
+      created_at: now,
+      updated_at: now,
+    };
+  }
+  await repos.events.upsertMany(rows);
+  for (const r of results) {
+    if (r.status !== 'dead_lettered') continue;
+    const letter: DeadLetterRow = {
+      event_id: r.event.id,
+      workspace_id: pipeline.workspace_id,
+      pipeline_id: pipeline.id,
+      stage: r.stage,
+      record: { id: r.event.id, type: r.event.type, occurred_at: r.event.occurredAt, payload: r.event.payload },
+      replay_requested_at: null,
+      created_at: now,
+    };
+    await repos.events.putDeadLetter(letter);
+    emit(pipeline.workspace_id, 'event.dead_lettered', { pipeline_id: pipeline.id, event_id: r.event.id, stage: r.stage, code: r.code });
+  }
+}
+
+/**
+ * Commits a batch in one transaction: its event-log rows, dead letters, the checkpoint after
+ * it, the run's counters and the `event.dead_lettered` notifications. Refused (`lease_lost`)
+ * when `fence` no longer holds the pipeline: an engine that lost its lease while paused (a GC
+ * pause, a partition) must not move a checkpoint another engine now owns.
+ */
+export async function commitBatch(
+  ctx: EngineContext,
+  input: { pipeline: PipelineRow; runId: string | null; fence: Fence; results: readonly ItemResult[]; checkpoint: Checkpoint; counts: BatchCounts },
+): Promise<void> {
+  const now = nowIso(ctx);
+  await transact(ctx, async (repos, emit) => {
+    if (!(await repos.leases.isHeld(input.fence.name, input.fence.token, ctx.clock.now()))) {
+      throw new FerryError('lease_lost', `The lease ${input.fence.name} was taken over; the batch is not committed.`);
+    }
+    await recordResults(repos, emit, input.pipeline, input.results, now);
+    await repos.checkpoints.put(input.pipeline.id, input.checkpoint, input.runId, now);
+    if (input.runId) await repos.runs.addCounts(input.runId, input.counts);
+  });
+}
+
+/**
+ * Commits replayed events: their new outcome in the event log, and their dead letters removed
+ * (delivered, filtered) or replaced (failed again, at the stage where it failed this time). Each
+ * dead letter is compare-and-set on the replay lease `token`; if another engine took one over,
+ * the whole commit is refused (`lease_lost`) and that engine's outcome stands.
+ */
+export async function commitReplay(ctx: EngineContext, input: { pipeline: PipelineRow; token: string; results: readonly ItemResult[] }): Promise<void> {
+  const now = nowIso(ctx);
+  await transact(ctx, async (repos, emit) => {
+    for (const r of input.results) {
+      // Ends the lease and the request; a dead letter of a replay that failed again is rewritten below.
+      const held = await repos.events.replays.complete(r.event.id, input.token, { replay_requested_at: null }, ctx.clock.now());
+      if (!held) throw new FerryError('lease_lost', `The replay of ${r.event.id} was taken over; its outcome is not committed.`);
+      if (r.status !== 'dead_lettered') await repos.events.deleteDeadLetter(r.event.id);
+    }
+    await recordResults(repos, emit, input.pipeline, input.results, now);
+  });
+}

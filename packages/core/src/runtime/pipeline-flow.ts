@@ -1,0 +1,437 @@
+import { defer, EMPTY, expand, filter, map, Observable, type Observer } from 'rxjs';
+import { sleep } from '../clock.js';
+import type { EngineContext } from '../engine-context.js';
+import { isFerryError } from '../errors.js';
+import type { Checkpoint, JsonObject, PullSource, PushSource, SourceBatch, SourceRecord, TransformEvent } from '../plugin/types.js';
+import type { ConnectorsService } from '../services/connectors-service.js';
+import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
+import { canonicalTimestamp } from '../storage/repositories/events-repo.js';
+import { backoffDelay } from './backoff.js';
+import { commitBatch, countResults, type BatchCounts, type Fence } from './batch-commit.js';
+import { deriveEventId } from './event-id.js';
+import { processItems, type ItemResult, type WorkItem } from './event-processor.js';
+import { FlowError, toFlowError } from './flow-error.js';
+import { compileSteps, HealthReporter, openConnections, type PipelineConnections } from './pipeline-connections.js';
+import type { TransformChain } from './transform-chain.js';
+import type { RuntimeOptions } from './runtime-options.js';
+
+/** One committed batch. */
+export interface BatchOutcome {
+  counts: BatchCounts;
+  checkpoint: Checkpoint;
+}
+
+/** Why a flow ended without an error. */
+export type FlowEnd =
+  /** The source had nothing more (runs of scheduled pipelines). */
+  | 'caught_up'
+  /** The pipeline is no longer active (paused, deleting, gone). */
+  | 'inactive'
+  /** The owner asked it to stop (engine shutdown, lease lost). */
+  | 'stopped';
+
+/** How a flow runs and whom it tells. */
+export interface FlowSpec {
+  pipelineId: string;
+  /** The lease that makes this engine the pipeline's only consumer; every commit checks it. */
+  fence: Fence;
+  /**
+   * `until_caught_up`: a run of a scheduled pipeline; ends when the source is drained, and a
+   * failure that outlasts the retry budget ends it with the error. `continuous`: a streaming
+   * pipeline; retries for as long as it takes and reports a long failure through `onFailing`.
+   */
+  mode: 'until_caught_up' | 'continuous';
+  /** The run whose counters the batches add to (looked up at each commit: a streaming pipeline changes runs). */
+  runId(): string | null;
+  /** A streaming pipeline failed for long (or for a reason no retry fixes); it keeps trying. */
+  onFailing?(error: FlowError): Promise<void>;
+  /** The first success after {@link onFailing}. */
+  onRecovered?(): Promise<void>;
+}
+
+/** What a flow needs from the engine. */
+export interface FlowDeps {
+  ctx: EngineContext;
+  connectors: ConnectorsService;
+  options: RuntimeOptions;
+}
+
+class Stop extends Error {}
+
+/**
+ * One pipeline's events moving under a lease this engine holds: source batches through the
+ * transform steps to the destination, each batch's event-log rows and checkpoint committed in
+ * one transaction after the destination acknowledged it.
+ *
+ * {@link batches$} is an Observable of committed batches. Backpressure both ways: a pull source
+ * is read again only after the previous batch committed (an `expand` loop whose next step is
+ * subscribed only when the previous one emitted), and a push source's handler resolves only
+ * after its batch committed, which is what lets it take more. At most one batch is in memory.
+ *
+ * Stopping is graceful: {@link stop} lets the batch in flight commit, cuts short any backoff
+ * wait, and ends the flow with `stopped`.
+ */
+export class PipelineFlow {
+  private readonly stopper = new AbortController();
+  /** Aborted only when the batch in flight must be given up (lease lost). */
+  private readonly hard = new AbortController();
+  private dirty = true;
+  /** Aborted (and replaced) by {@link poke}: ends the current idle or backoff wait early. */
+  private wake = new AbortController();
+  private stepsKey = '';
+  private chain: TransformChain | undefined;
+  private reopenNeeded = false;
+  private row!: PipelineRow;
+  private conns: PipelineConnections | undefined;
+  private checkpoint: Checkpoint | null = null;
+  private health: HealthReporter;
+  private failures = 0;
+  private failing = false;
+  /** How the flow ended; set when the Observable completes. */
+  end: FlowEnd = 'stopped';
+
+  constructor(
+    private readonly deps: FlowDeps,
+    private readonly spec: FlowSpec,
+  ) {
+    this.health = new HealthReporter(deps.connectors, deps.options.downAfterAttempts);
+  }
+
+  /**
+   * Something about the pipeline or its connectors changed: read them again before the next
+   * batch, and cut short an idle or backoff wait so a pause or a fix takes effect now.
+   */
+  poke(): void {
+    this.dirty = true;
+    const wake = this.wake;
+    this.wake = new AbortController();
+    wake.abort();
+  }
+
+  /** Asks the flow to stop after the batch in flight. */
+  stop(): void {
+    this.stopper.abort(new Stop('stopped'));
+  }
+
+  /** Gives up the batch in flight too (the lease is gone: committing it would be refused anyway). */
+  abort(): void {
+    this.stop();
+    this.hard.abort(new Stop('lease lost'));
+  }
+
+  /** Committed batches, until the flow ends (see {@link FlowEnd}) or fails with a {@link FlowError}. */
+  batches$(): Observable<BatchOutcome> {
+    return new Observable<BatchOutcome>((subscriber) => {
+      let inner: { unsubscribe(): void } | undefined;
+      const run = async () => {
+        if (!(await this.refresh())) return this.finish(subscriber, 'inactive');
+        this.checkpoint = await this.deps.ctx.storage.repos.checkpoints.get(this.spec.pipelineId);
+        const source$ = 'read' in this.conns!.reader! ? this.pull$() : this.push$();
+        inner = source$.subscribe({
+          next: (outcome) => subscriber.next(outcome),
+          error: (error: unknown) => this.fail(subscriber, error),
+          complete: () => this.finish(subscriber, this.end),
+        });
+      };
+      run().catch((error: unknown) => this.fail(subscriber, error));
+      return () => {
+        inner?.unsubscribe();
+        this.stop();
+      };
+    });
+  }
+
+  private finish(subscriber: Observer<BatchOutcome>, end: FlowEnd): void {
+    this.end = end;
+    void this.close().then(() => subscriber.complete());
+  }
+
+  private fail(subscriber: Observer<BatchOutcome>, error: unknown): void {
+    if (error instanceof Stop) return this.finish(subscriber, this.end === 'inactive' ? 'inactive' : 'stopped');
+    if (this.stopper.signal.aborted && !(error instanceof FlowError)) return this.finish(subscriber, 'stopped');
+    void this.close().then(() => subscriber.error(error));
+  }
+
+  private async close(): Promise<void> {
+    const conns = this.conns;
+    this.conns = undefined;
+    await conns?.close();
+  }
+
+  /**
+   * Reads the pipeline again (every batch: a pause or an edit made on another engine is seen at
+   * the next batch), and its connectors when something says they changed; opens them again if
+   * they did. False when the pipeline is no longer active or the flow was asked to stop. With
+   * `reopen: false` (inside a push source's handler, which must not close the source it runs
+   * in) a change only sets {@link reopenNeeded}.
+   */
+  private async refresh(reopen = true): Promise<boolean> {
+    if (this.stopper.signal.aborted) return false;
+    const row = await this.retrying('storage', () => this.deps.ctx.storage.repos.pipelines.getAnyWorkspace(this.spec.pipelineId));
+    if (!row || row.state !== 'active') return false;
+    this.row = row;
+    const stepsKey = JSON.stringify(row.transforms);
+    if (stepsKey !== this.stepsKey || !this.chain) {
+      this.chain = await this.retrying('storage', async () => compileSteps(this.deps.ctx, row));
+      this.stepsKey = stepsKey;
+    }
+    if (!this.dirty && this.conns) return !this.stopper.signal.aborted;
+    this.dirty = false;
+    const conns = await this.retrying('source', async () => {
+      const source = await this.deps.ctx.storage.repos.connectors.get(row.workspace_id, row.source_connector_id);
+      const destination = await this.deps.ctx.storage.repos.connectors.get(row.workspace_id, row.destination_connector_id);
+      if (this.conns && this.conns.version === `${source?.updated_at}|${destination?.updated_at}`) return this.conns;
+      if (!reopen && this.conns) {
+        this.reopenNeeded = true;
+        return this.conns;
+      }
+      await this.close();
+      return openConnections(this.deps.ctx, this.deps.connectors, row, { withSource: true, signal: this.hard.signal });
+    });
+    this.conns = conns;
+    this.health.observe(conns.source);
+    this.health.observe(conns.destination);
+    return !this.stopper.signal.aborted;
+  }
+
+  private pull$(): Observable<BatchOutcome> {
+    const step$ = () => defer(() => this.pullOnce());
+    return step$().pipe(
+      expand((step) => (step.done ? EMPTY : step$())),
+      filter((step): step is { done: boolean; outcome: BatchOutcome } => step.outcome !== undefined),
+      map((step) => step.outcome),
+    );
+  }
+
+  private async pullOnce(): Promise<{ done: boolean; outcome?: BatchOutcome }> {
+    if (!(await this.refresh())) {
+      this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
+      return { done: true };
+    }
+    const current = this.conns!.reader as PullSource;
+    const from = this.checkpoint;
+    const batch = await this.retrying('source', () => current.read(from, this.row.batch_size, this.hard.signal));
+    if (batch.records.length === 0) {
+      // Caught up. A source may still move its position (past an empty object, say): keep it.
+      const moved = JSON.stringify(batch.checkpoint ?? null) !== JSON.stringify(from ?? null);
+      const outcome = moved ? await this.commit([], batch.checkpoint, 0) : undefined;
+      await this.progressed();
+      if (this.spec.mode === 'until_caught_up') {
+        this.end = 'caught_up';
+        return { done: true, outcome };
+      }
+      try {
+        await sleep(this.deps.ctx.clock, this.row.flush_interval_ms, AbortSignal.any([this.stopper.signal, this.wake.signal]));
+      } catch {
+        if (this.stopper.signal.aborted) {
+          this.end = 'stopped';
+          return { done: true, outcome };
+        }
+      }
+      return { done: false, outcome };
+    }
+    return { done: false, outcome: await this.handle(batch) };
+  }
+
+  private push$(): Observable<BatchOutcome> {
+    return new Observable<BatchOutcome>((subscriber) => {
+      const consuming = new AbortController();
+      const onStop = () => consuming.abort(new Stop('stopped'));
+      this.stopper.signal.addEventListener('abort', onStop, { once: true });
+      // A run of a scheduled pipeline ends once the source has been quiet for a flush interval.
+      let idle: { cancel(): void } | undefined;
+      const armIdle = () => {
+        idle?.cancel();
+        if (this.spec.mode !== 'until_caught_up') return;
+        idle = this.deps.ctx.clock.setTimeout(() => {
+          this.end = 'caught_up';
+          consuming.abort(new Stop('caught up'));
+        }, this.row.flush_interval_ms);
+      };
+      const handler = async (batch: SourceBatch) => {
+        idle?.cancel();
+        if (!(await this.refresh(false))) {
+          this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
+          consuming.abort(new Stop('inactive'));
+          throw new Stop('inactive');
+        }
+        subscriber.next(await this.handle(batch));
+        // The connectors changed: end this consumption after the committed batch and start again with them.
+        if (this.reopenNeeded) restart.abort(new Stop('reopen'));
+        armIdle();
+      };
+      let restart = new AbortController();
+      const consume = async () => {
+        for (;;) {
+          armIdle();
+          if (this.reopenNeeded) {
+            this.reopenNeeded = false;
+            this.dirty = true;
+            if (!(await this.refresh())) {
+              if (this.end !== 'caught_up') this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
+              return;
+            }
+          }
+          restart = new AbortController();
+          const reader = this.conns!.reader as PushSource;
+          try {
+            await reader.consume(this.checkpoint, handler, AbortSignal.any([consuming.signal, restart.signal]));
+            if (consuming.signal.aborted || !restart.signal.aborted) return;
+          } catch (error) {
+            if (consuming.signal.aborted) return;
+            if (restart.signal.aborted) continue;
+            if (error instanceof Stop) return;
+            // The source itself broke (its connection dropped): count it and start it again from the checkpoint.
+            await this.failure('source', error);
+          }
+        }
+      };
+      consume().then(
+        () => {
+          idle?.cancel();
+          this.stopper.signal.removeEventListener('abort', onStop);
+          if (this.end !== 'caught_up' && this.end !== 'inactive') this.end = 'stopped';
+          subscriber.complete();
+        },
+        (error: unknown) => {
+          idle?.cancel();
+          subscriber.error(error);
+        },
+      );
+      return () => consuming.abort(new Stop('unsubscribed'));
+    });
+  }
+
+  /** Takes one source batch through the steps and the destination, then commits it. */
+  private async handle(batch: SourceBatch): Promise<BatchOutcome> {
+    const items = this.toItems(batch.records);
+    const conns = this.conns!;
+    const results = await this.retrying('destination', () =>
+      processItems(
+        items,
+        {
+          chain: this.chain!,
+          destination: conns.writer,
+          maxAttempts: this.row.max_attempts,
+          clock: this.deps.ctx.clock,
+          recordRetry: this.deps.options.recordRetry,
+          scrub: conns.scrub,
+        },
+        this.hard.signal,
+      ),
+    );
+    return this.commit(results, batch.checkpoint, batch.records.length);
+  }
+
+  private async commit(results: ItemResult[], checkpoint: Checkpoint, read: number): Promise<BatchOutcome> {
+    const counts = countResults(read, results);
+    await this.retrying('storage', () =>
+      commitBatch(this.deps.ctx, { pipeline: this.row, runId: this.spec.runId(), fence: this.spec.fence, results, checkpoint, counts }),
+    );
+    this.checkpoint = checkpoint;
+    await this.progressed();
+    return { counts, checkpoint };
+  }
+
+  private toItems(records: readonly SourceRecord[]): WorkItem[] {
+    const now = this.deps.ctx.clock.now();
+    const items: WorkItem[] = new Array(records.length);
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i]!;
+      const event: TransformEvent = {
+        id: deriveEventId(this.row.id, r.position),
+        type: r.type,
+        occurredAt: occurredAt(r.occurredAt, now),
+        payload: r.payload as JsonObject,
+      };
+      items[i] = { event, fromStep: 0, attemptsBefore: 0 };
+    }
+    return items;
+  }
+
+  /**
+   * Runs `fn` until it succeeds, holding the flow meanwhile: a failure is counted (connector
+   * health, the retry budget) and followed by a capped exponential wait that {@link stop}
+   * cuts short. A lost lease ends the flow at once.
+   */
+  private async retrying<T>(stage: 'source' | 'destination' | 'storage', fn: () => Promise<T>): Promise<T> {
+    for (;;) {
+      if (this.hard.signal.aborted) throw new Stop('aborted');
+      try {
+        const value = await fn();
+        await this.succeeded(stage);
+        return value;
+      } catch (error) {
+        if (error instanceof Stop) throw error;
+        if (isFerryError(error, 'lease_lost')) {
+          this.abort();
+          throw new Stop('lease lost');
+        }
+        if (this.hard.signal.aborted) throw new Stop('aborted');
+        await this.failure(stage, error);
+      }
+    }
+  }
+
+  private async succeeded(stage: 'source' | 'destination' | 'storage'): Promise<void> {
+    if (stage !== 'storage' && this.conns) await this.health.succeeded(stage === 'source' ? this.conns.source : this.conns.destination);
+  }
+
+  /** The flow moved (a batch committed, or the source answered that it is caught up): a failure streak is over. */
+  private async progressed(): Promise<void> {
+    if (this.failures === 0) return;
+    this.failures = 0;
+    if (this.failing) {
+      this.failing = false;
+      await this.spec.onRecovered?.();
+    }
+  }
+
+  /** Counts a failure, reports it, and waits before the next attempt (or throws when the budget is spent). */
+  private async failure(stage: 'source' | 'destination' | 'storage', error: unknown): Promise<void> {
+    const flow = error instanceof FlowError ? error : stage === 'storage' ? storageFlowError(error) : toFlowError(stage, error, this.conns?.scrub ?? ((t) => t));
+    this.failures++;
+    const side = flow.stage === 'source' ? this.conns?.source : flow.stage === 'destination' ? this.conns?.destination : undefined;
+    this.deps.ctx.logger.warn({ pipeline_id: this.spec.pipelineId, stage: flow.stage, code: flow.code, attempt: this.failures, err: flow.message }, 'pipeline batch failed; holding the flow');
+    if (side) await this.health.failed(side, this.failures, { code: flow.code, message: flow.message }).catch(() => undefined);
+    const budget = this.spec.mode === 'until_caught_up' ? this.deps.options.runRetryAttempts : this.deps.options.streamFailAfterAttempts;
+    if (!flow.retryable || this.failures >= budget) {
+      if (this.spec.mode === 'until_caught_up') throw flow;
+      if (!this.failing) {
+        this.failing = true;
+        await this.spec.onFailing?.(flow).catch(() => undefined);
+      }
+    }
+    try {
+      await sleep(this.deps.ctx.clock, backoffDelay(this.deps.options.retry, this.failures), AbortSignal.any([this.stopper.signal, this.wake.signal]));
+    } catch {
+      if (this.stopper.signal.aborted) throw new Stop('stopped');
+    }
+    // Whatever failed may be fixed by a change (a new config, a rotation): look again. A pipeline
+    // paused meanwhile gives up the batch it holds: nothing of it was committed, so it is read
+    // again, whole, when the pipeline is activated.
+    this.dirty = true;
+    const row = await this.deps.ctx.storage.repos.pipelines.getAnyWorkspace(this.spec.pipelineId).catch(() => this.row);
+    if (!row || row.state !== 'active') {
+      this.end = 'inactive';
+      throw new Stop('inactive');
+    }
+  }
+}
+
+function storageFlowError(error: unknown): FlowError {
+  return new FlowError('storage', 'storage_unavailable', error instanceof Error ? error.message : String(error), true, { cause: error });
+}
+
+/** A record's time as stored: ISO 8601 UTC with milliseconds; the read time when it has none (or an invalid one). */
+function occurredAt(value: string | Date | undefined, nowMs: number): string {
+  if (value instanceof Date && !Number.isNaN(value.getTime())) return value.toISOString();
+  if (typeof value === 'string') {
+    try {
+      return canonicalTimestamp(value);
+    } catch {
+      // fall through: the read time
+    }
+  }
+  return new Date(nowMs).toISOString();
+}

@@ -1,0 +1,344 @@
+import { Type } from '@sinclair/typebox';
+import {
+  ConnectorError,
+  defineConnector,
+  Secret,
+  sleep,
+  systemClock,
+  type Checkpoint,
+  type Clock,
+  type DestinationEvent,
+  type JsonObject,
+  type SourceBatch,
+  type SourceRecord,
+  type WriteResult,
+} from '@ferry/core';
+
+/** A record to put into a memory stream; its position is its index in the stream. */
+export interface MemoryRecordInput {
+  type: string;
+  payload: JsonObject;
+  occurredAt?: string;
+}
+
+/** An outage: reads or writes fail with a retryable `connection_refused` until `until` (clock time). */
+interface Outage {
+  until: number;
+}
+
+/**
+ * A source stream kept in memory: records appended by the test (or generated on the fly for a
+ * benchmark backlog of millions without holding them), read in order. Its checkpoint is the
+ * index of the next record.
+ */
+export class MemoryStream {
+  private readonly records: MemoryRecordInput[] = [];
+  private generated: { count: number; make: (index: number) => MemoryRecordInput } | undefined;
+  private outage: Outage | undefined;
+  private slowMs = 0;
+  private readonly waiters = new Set<() => void>();
+  /** How many times the stream was read (pull) or a batch was handed out (push). */
+  reads = 0;
+
+  constructor(private readonly clock: Clock) {}
+
+  /** Appends records; wakes a push consumer that waits for more. */
+  push(...records: MemoryRecordInput[]): this {
+    this.records.push(...records);
+    for (const wake of [...this.waiters]) wake();
+    return this;
+  }
+
+  /**
+   * Puts `count` records in front of the appended ones, made by `make(index)` when read: a
+   * backlog that costs no memory until it is read.
+   */
+  generate(count: number, make: (index: number) => MemoryRecordInput): this {
+    this.generated = { count, make };
+    for (const wake of [...this.waiters]) wake();
+    return this;
+  }
+
+  /** Number of records in the stream. */
+  get length(): number {
+    return (this.generated?.count ?? 0) + this.records.length;
+  }
+
+  /** Fails every read with a retryable error for `ms` of clock time. */
+  down(ms: number): this {
+    this.outage = { until: this.clock.now() + ms };
+    return this;
+  }
+
+  /** Ends an outage now. */
+  up(): this {
+    this.outage = undefined;
+    return this;
+  }
+
+  /** True during an injected outage. */
+  isDown(): boolean {
+    return this.outage !== undefined && this.clock.now() < this.outage.until;
+  }
+
+  /** Makes every read take `ms` of clock time. */
+  slow(ms: number): this {
+    this.slowMs = ms;
+    return this;
+  }
+
+  /** The record at `index`. */
+  at(index: number): MemoryRecordInput {
+    const generated = this.generated?.count ?? 0;
+    return index < generated ? this.generated!.make(index) : this.records[index - generated]!;
+  }
+
+  /** @internal */
+  async read(from: number, max: number, signal: AbortSignal): Promise<SourceBatch> {
+    this.reads++;
+    await this.delay(signal);
+    this.assertUp();
+    const end = Math.min(this.length, from + max);
+    const records: SourceRecord[] = [];
+    for (let i = from; i < end; i++) {
+      const r = this.at(i);
+      records.push({ position: String(i), type: r.type, payload: r.payload, ...(r.occurredAt ? { occurredAt: r.occurredAt } : {}) });
+    }
+    return { records, checkpoint: end };
+  }
+
+  /** @internal Resolves when a record is appended or `signal` aborts. */
+  waitForMore(signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.waiters.delete(done);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      this.waiters.add(done);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  private async delay(signal: AbortSignal): Promise<void> {
+    if (this.slowMs > 0) await sleep(this.clock, this.slowMs, signal);
+  }
+
+  private assertUp(): void {
+    if (this.outage && this.clock.now() < this.outage.until) {
+      throw new ConnectorError('connection_refused', 'The memory stream is down (fault injected).', { retryable: true });
+    }
+    this.outage = undefined;
+  }
+}
+
+/** A rule that refuses some records. */
+interface Rejection {
+  match: (event: DestinationEvent) => boolean;
+  retryable: boolean;
+  /** Refusals left; Infinity for a record that never passes. */
+  remaining: number;
+  code: string;
+}
+
+/**
+ * A destination kept in memory: what it received, keyed by event id (so a re-delivery is
+ * counted as a duplicate, not stored twice), with faults to inject.
+ */
+export class MemorySink {
+  /** Events received, by id (unless created with `keep: false`). */
+  readonly events = new Map<string, DestinationEvent>();
+  /** Every event id in the order it was accepted, duplicates included (unless `keep: false`). */
+  readonly log: string[] = [];
+  /** Events accepted, duplicates included. */
+  accepted = 0;
+  /** Events accepted whose id had been accepted before. */
+  duplicates = 0;
+  /** Calls of `write`. */
+  writes = 0;
+  /** Events refused by a rejection rule. */
+  rejected = 0;
+  private outage: Outage | undefined;
+  private slowMs = 0;
+  private readonly rejections: Rejection[] = [];
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly keep: boolean,
+  ) {}
+
+  /** Fails every write with a retryable error (the whole batch) for `ms` of clock time. */
+  down(ms: number): this {
+    this.outage = { until: this.clock.now() + ms };
+    return this;
+  }
+
+  /** Ends an outage now. */
+  up(): this {
+    this.outage = undefined;
+    return this;
+  }
+
+  /** True during an injected outage. */
+  isDown(): boolean {
+    return this.outage !== undefined && this.clock.now() < this.outage.until;
+  }
+
+  /** Makes every write take `ms` of clock time. */
+  slow(ms: number): this {
+    this.slowMs = ms;
+    return this;
+  }
+
+  /**
+   * Refuses the records that match, `times` times each (default: always), with a non-retryable
+   * `record_rejected` (or a retryable `record_throttled` when `retryable`).
+   */
+  reject(match: (event: DestinationEvent) => boolean, options: { times?: number; retryable?: boolean; code?: string } = {}): this {
+    const retryable = options.retryable ?? false;
+    this.rejections.push({ match, retryable, remaining: options.times ?? Infinity, code: options.code ?? (retryable ? 'record_throttled' : 'record_rejected') });
+    return this;
+  }
+
+  /** Removes every rejection rule: the cause is fixed. */
+  acceptAll(): this {
+    this.rejections.length = 0;
+    return this;
+  }
+
+  /** Payloads received, in the order first received. */
+  payloads(): JsonObject[] {
+    return [...this.events.values()].map((e) => e.payload);
+  }
+
+  /** @internal */
+  async write(events: readonly DestinationEvent[], signal: AbortSignal): Promise<WriteResult[]> {
+    this.writes++;
+    if (this.slowMs > 0) await sleep(this.clock, this.slowMs, signal);
+    if (this.outage && this.clock.now() < this.outage.until) {
+      throw new ConnectorError('connection_refused', 'The memory sink is down (fault injected).', { retryable: true });
+    }
+    this.outage = undefined;
+    const results: WriteResult[] = new Array(events.length);
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i]!;
+      const rule = this.rejections.find((r) => r.remaining > 0 && r.match(event));
+      if (rule) {
+        rule.remaining--;
+        this.rejected++;
+        results[i] = { ok: false, error: new ConnectorError(rule.code, `Record ${event.id} refused (fault injected).`, { retryable: rule.retryable }) };
+        continue;
+      }
+      this.accepted++;
+      if (this.keep) {
+        if (this.events.has(event.id)) this.duplicates++;
+        this.events.set(event.id, structuredClone(event));
+        this.log.push(event.id);
+      }
+      results[i] = { ok: true };
+    }
+    return results;
+  }
+}
+
+/** Options of {@link MemoryHub}. */
+export interface MemoryHubOptions {
+  /** The clock outages and slow-downs are measured on: pass the engine's (virtual) clock. */
+  clock?: Clock;
+}
+
+/**
+ * The in-memory world the `memory` connector type reads from and writes to: streams and sinks
+ * by name, shared between the test (which fills streams and inspects sinks) and the engine.
+ *
+ * @example
+ * ```ts
+ * const hub = new MemoryHub({ clock });
+ * const engine = await createEngine({ storage, clock, plugins: [memoryConnector(hub)] });
+ * hub.stream('orders').push({ type: 'order.created', payload: { id: 1 } });
+ * // a pipeline from { name: 'orders' } to { name: 'copy' } ... then:
+ * hub.sink('copy').events.size; // 1
+ * ```
+ */
+export class MemoryHub {
+  private readonly streams = new Map<string, MemoryStream>();
+  private readonly sinks = new Map<string, MemorySink>();
+  readonly clock: Clock;
+
+  constructor(options: MemoryHubOptions = {}) {
+    this.clock = options.clock ?? systemClock;
+  }
+
+  /** The stream named `name` (created empty on first use). */
+  stream(name: string): MemoryStream {
+    let stream = this.streams.get(name);
+    if (!stream) this.streams.set(name, (stream = new MemoryStream(this.clock)));
+    return stream;
+  }
+
+  /** The sink named `name` (created on first use; `keep: false` counts without keeping events). */
+  sink(name: string, options: { keep?: boolean } = {}): MemorySink {
+    let sink = this.sinks.get(name);
+    if (!sink) this.sinks.set(name, (sink = new MemorySink(this.clock, options.keep ?? true)));
+    return sink;
+  }
+}
+
+/** Config of a `memory` connector. */
+export const memoryConfigSchema = Type.Object(
+  {
+    /** The stream (as a source) or the sink (as a destination) in the hub. */
+    name: Type.String({ minLength: 1 }),
+    /** How the source hands out records: pulled batch by batch, or pushed to an awaited handler. */
+    mode: Type.Optional(Type.Union([Type.Literal('pull'), Type.Literal('push')], { default: 'pull' })),
+    /** Records per pushed batch. */
+    push_batch_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 500 })),
+    /** A secret, so tests can see that secrets never leak. */
+    token: Type.Optional(Secret(Type.String({ minLength: 4 }))),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * The `memory` connector type, over a {@link MemoryHub}: a real plugin (the core drives it like
+ * any other) for tests and benchmarks of the runtime, with faults to inject on both sides: a
+ * record the destination refuses, an outage for some clock time, slowness.
+ */
+export function memoryConnector(hub: MemoryHub) {
+  return defineConnector({
+    type: 'memory',
+    version: '1.0.0',
+    directions: ['source', 'destination'],
+    configSchema: memoryConfigSchema,
+    async check(ctx) {
+      const down = hub.stream(ctx.config.name).isDown() || hub.sink(ctx.config.name).isDown();
+      return down ? { health: 'down', latencyMs: 0, error: { code: 'connection_refused', message: 'Down (fault injected).' } } : { health: 'healthy', latencyMs: 0 };
+    },
+    source(ctx) {
+      const stream = hub.stream(ctx.config.name);
+      const position = (checkpoint: Checkpoint | null) => (typeof checkpoint === 'number' ? checkpoint : 0);
+      if ((ctx.config.mode ?? 'pull') === 'pull') {
+        return { read: (checkpoint, max, signal) => stream.read(position(checkpoint), max, signal) };
+      }
+      const size = ctx.config.push_batch_size ?? 500;
+      return {
+        async consume(from, handler, signal) {
+          let next = position(from);
+          while (!signal.aborted) {
+            if (next >= stream.length) {
+              await stream.waitForMore(signal);
+              continue;
+            }
+            const batch = await stream.read(next, size, signal);
+            await handler(batch);
+            next = batch.checkpoint as number;
+          }
+        },
+      };
+    },
+    destination(ctx) {
+      const sink = hub.sink(ctx.config.name);
+      return { write: (events, signal) => sink.write(events, signal) };
+    },
+  });
+}
