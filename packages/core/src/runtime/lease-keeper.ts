@@ -42,10 +42,14 @@ export class LeaseKeeper {
 
   private async beat(): Promise<void> {
     if (this.released) return;
+    // The next beat is armed before this one's I/O: a slow renewal never delays the one after it.
+    this.schedule();
     try {
       const held = await this.ctx.storage.repos.leases.heartbeat(this.fence.name, this.fence.token, this.ttlMs, this.ctx.clock.now());
       if (!held) {
+        if (this.released) return;
         this.released = true;
+        this.timer?.cancel();
         this.ctx.logger.warn({ lease: this.fence.name }, 'lease lost to another engine; stopping the work under it');
         this.onLost();
         return;
@@ -54,7 +58,6 @@ export class LeaseKeeper {
     } catch (error) {
       this.ctx.logger.warn({ lease: this.fence.name, err: (error as Error)?.message }, 'lease renewal failed; trying again');
     }
-    this.schedule();
   }
 
   /** Gives the lease up so another engine can take it at once. */

@@ -99,13 +99,14 @@ export class PipelineFlow {
 
   /**
    * Something about the pipeline or its connectors changed: read them again before the next
-   * batch, and cut short an idle or backoff wait so a pause or a fix takes effect now.
+   * batch, and (with `wake`) cut short an idle or backoff wait so a pause or a fix takes effect now.
    */
-  poke(): void {
+  poke(wake = true): void {
     this.dirty = true;
-    const wake = this.wake;
+    if (!wake) return;
+    const waking = this.wake;
     this.wake = new AbortController();
-    wake.abort();
+    waking.abort();
   }
 
   /** Asks the flow to stop after the batch in flight. */

@@ -112,7 +112,8 @@ export class PipelineRuntime implements PipelineLifecycleHooks {
       const ids = new Set(active.map((r) => r.id));
       for (const row of active) {
         await this.apply(row);
-        this.streams.get(row.id)?.poke();
+        // Its connectors may have changed on another engine: look before the next batch.
+        this.streams.get(row.id)?.poke(false);
       }
       for (const id of this.scheduler.ids()) if (!ids.has(id)) this.scheduler.remove(id);
       for (const row of await repos.pipelines.listByState('deleting')) await this.finishDeletionIfIdle(row.id);

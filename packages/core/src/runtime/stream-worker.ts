@@ -33,12 +33,16 @@ export class StreamWorker {
     });
   }
 
-  /** The pipeline changed: take it into account now. */
-  poke(): void {
-    this.flow?.poke();
-    const wake = this.wake;
+  /**
+   * The pipeline changed here (take it into account now), or may have changed elsewhere
+   * (`wake: false`: look again before the next batch, without cutting a backoff short).
+   */
+  poke(wake = true): void {
+    this.flow?.poke(wake);
+    if (!wake) return;
+    const waking = this.wake;
     this.wake = new AbortController();
-    wake.abort();
+    waking.abort();
   }
 
   /** Stops after the batch in flight (engine shutdown). */

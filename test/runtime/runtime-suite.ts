@@ -1,0 +1,458 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  createEngine,
+  generateSecretKey,
+  isFerryError,
+  type Engine,
+  type Logger,
+  type PlatformEvent,
+  type Pipeline,
+  type RuntimeOptions,
+  type StorageConfig,
+  type TransformStep,
+} from '@ferry/core';
+import { MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
+
+/** A database two engines (or an engine and its successor) can open. */
+export interface RuntimeDatabase {
+  config(): StorageConfig;
+}
+
+/** Creates a fresh database for one test. */
+export type RuntimeDatabaseFactory = () => Promise<RuntimeDatabase>;
+
+const WS = 'default';
+
+// FERRY_TEST_LOG=1 prints the engines' warnings and errors, to see why a runtime test waits.
+const print = (level: string) => (obj: unknown, msg?: string) => console.log(level, msg ?? '', JSON.stringify(obj));
+const quiet = () => undefined;
+const logger: Logger | undefined = process.env.FERRY_TEST_LOG
+  ? { trace: quiet, debug: quiet, info: quiet, warn: print('warn'), error: print('error'), fatal: print('fatal'), child: () => logger! }
+  : undefined;
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+interface Harness {
+  clock: VirtualClock;
+  hub: MemoryHub;
+  engine: Engine;
+  heard: PlatformEvent[];
+  /** Starts another engine on the same database (a restart, or a second instance). */
+  another(options?: { clock?: VirtualClock; runtime?: Partial<RuntimeOptions> }): Promise<{ engine: Engine; heard: PlatformEvent[] }>;
+}
+
+/**
+ * The pipeline runtime's behaviour, with a virtual clock and the memory connector, on one
+ * storage dialect. Time moves only when a test says so; {@link eventually} waits for real I/O
+ * (a database round trip) between steps of virtual time, never for time itself.
+ */
+export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): void {
+  describe(`pipeline runtime (${name})`, () => {
+    const engines: Engine[] = [];
+    afterEach(async () => {
+      await Promise.all(engines.splice(0).map((e) => e.stop()));
+    });
+
+    // Leases outlive the steps of virtual time the tests take (up to ten minutes), so a database
+    // round trip still in flight when time jumps never lets one expire; the takeover test sets its own.
+    async function setup(options: Partial<RuntimeOptions> = {}): Promise<Harness> {
+      const runtime = { leaseTtlMs: 30 * MINUTE, pollIntervalMs: MINUTE, ...options };
+      const db = await factory();
+      // Timers wait a little real time after firing: their callbacks do database I/O before the next one is due.
+      const clock = new VirtualClock(undefined, { settleRealMs: 1 });
+      const hub = new MemoryHub({ clock });
+      const secretKey = generateSecretKey();
+      const start = async (c: VirtualClock, r: Partial<RuntimeOptions>) => {
+        const engine = await createEngine({ storage: db.config(), clock: c, secretKey, plugins: [memoryConnector(hub)], runtime: { ...runtime, ...r }, logger });
+        const heard: PlatformEvent[] = [];
+        engine.on('*', (e) => heard.push(e));
+        await engine.start();
+        engines.push(engine);
+        return { engine, heard };
+      };
+      const first = await start(clock, {});
+      return { clock, hub, ...first, another: (o = {}) => start(o.clock ?? clock, o.runtime ?? {}) };
+    }
+
+    async function pipeline(h: Harness, input: { transforms?: TransformStep[]; schedule?: string | null; batch_size?: number; activate?: boolean; source?: string; sink?: string; mode?: 'pull' | 'push' } = {}): Promise<Pipeline> {
+      const source = await h.engine.connectors.create(WS, { type: 'memory', direction: 'source', config: { name: input.source ?? 'in', mode: input.mode ?? 'pull', token: 'source-secret-token' } });
+      const destination = await h.engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: input.sink ?? 'out' } });
+      return h.engine.pipelines.create(WS, {
+        name: `p-${Math.random().toString(36).slice(2, 8)}`,
+        source_connector_id: source.id,
+        destination_connector_id: destination.id,
+        transforms: input.transforms ?? [],
+        schedule: input.schedule ?? null,
+        batch_size: input.batch_size ?? 100,
+        flush_interval_ms: 1000,
+        activate: input.activate ?? true,
+      });
+    }
+
+    /** Waits (advancing virtual time by `stepMs` between looks, and letting real I/O finish) until `check` holds. */
+    async function eventually(clock: VirtualClock, check: () => boolean | Promise<boolean>, stepMs = 0, maxSteps = 400): Promise<void> {
+      for (let i = 0; i < maxSteps; i++) {
+        if (await check()) return;
+        await clock.advance(stepMs);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      throw new Error(`condition not met after ${maxSteps} steps of ${stepMs} ms`);
+    }
+
+    /**
+     * Moves to each tick in turn and waits for its run to succeed (a tick that found the previous
+     * run still queued would add none: moving on only when it is done keeps one run per tick).
+     */
+    async function untilTicked(h: Harness, pipelineId: string, ticks: string[], succeededBefore: number): Promise<void> {
+      for (const [i, tick] of ticks.entries()) {
+        await h.clock.advanceTo(Date.parse(`2026-01-01T${tick}:00.500Z`));
+        await eventually(h.clock, async () => (await h.engine.pipelines.listRuns(WS, pipelineId)).data.filter((r) => r.status === 'succeeded').length === succeededBefore + i + 1);
+      }
+    }
+
+    const push = (h: Harness, count: number, from = 0, name = 'in') => {
+      for (let i = from; i < from + count; i++) h.hub.stream(name).push({ type: 'order.created', payload: { n: i, email: `u${i}@example.com` } });
+    };
+    const allEvents = async (h: Harness, id: string, status?: 'delivered' | 'filtered' | 'dead_lettered' | 'replaying') => {
+      const out = [];
+      let cursor: string | undefined;
+      do {
+        const page = await h.engine.events.list(WS, id, { limit: 100, cursor, ...(status ? { status } : {}) });
+        out.push(...page.data);
+        cursor = page.next_cursor ?? undefined;
+        if (page.data.length === 0) break;
+      } while (cursor);
+      return out;
+    };
+
+    it('streams a backlog once, in batches, and records every event, the run and its counts', async () => {
+      const h = await setup();
+      push(h, 250);
+      const p = await pipeline(h);
+      await eventually(h.clock, () => h.hub.sink('out').events.size === 250);
+      expect(h.hub.sink('out').duplicates).toBe(0);
+      expect(h.hub.sink('out').writes).toBe(3);
+      push(h, 10, 250);
+      await eventually(h.clock, () => h.hub.sink('out').events.size === 260, 1000);
+      const events = await allEvents(h, p.id);
+      expect(events).toHaveLength(260);
+      expect(new Set(events.map((e) => e.status))).toEqual(new Set(['delivered']));
+      expect(events.every((e) => e.attempts === 1 && /^evt_[0-9A-HJKMNP-TV-Z]{26}$/.test(e.id))).toBe(true);
+      // Ids are derived from the source position: the destination saw the same ids.
+      expect(new Set(events.map((e) => e.id))).toEqual(new Set(h.hub.sink('out').events.keys()));
+      const [run] = (await h.engine.pipelines.listRuns(WS, p.id)).data;
+      expect(run).toMatchObject({ trigger: 'stream', status: 'running', events_read: 260, events_written: 260, events_dead_lettered: 0 });
+      expect(h.heard.map((e) => e.type)).toContain('pipeline.started');
+    });
+
+    it('pause waits for the batch in flight; activate resumes from the checkpoint with nothing read twice or skipped', async () => {
+      const h = await setup();
+      push(h, 300);
+      h.hub.sink('out').slow(5000);
+      const p = await pipeline(h);
+      await eventually(h.clock, () => h.hub.sink('out').writes === 1);
+      const paused = h.engine.pipelines.pause(WS, p.id);
+      await eventually(h.clock, () => h.hub.sink('out').events.size === 100, 1000);
+      expect((await paused).state).toBe('paused');
+      expect(h.heard.filter((e) => e.type === 'pipeline.completed')).toHaveLength(1);
+      // Paused runs nothing, however long.
+      await h.clock.advance(HOUR);
+      expect(h.hub.sink('out').events.size).toBe(100);
+      expect(await allEvents(h, p.id)).toHaveLength(100);
+      push(h, 50, 300);
+      h.hub.sink('out').slow(0);
+      await h.engine.pipelines.activate(WS, p.id);
+      await eventually(h.clock, () => h.hub.sink('out').events.size === 350, 1000);
+      expect(h.hub.sink('out').duplicates).toBe(0);
+      expect(h.hub.sink('out').log.map((id) => h.hub.sink('out').events.get(id)!.payload.n)).toEqual([...Array(350).keys()]);
+      expect(await allEvents(h, p.id)).toHaveLength(350);
+      const runs = (await h.engine.pipelines.listRuns(WS, p.id)).data;
+      expect(runs.map((r) => r.status)).toEqual(['succeeded', 'running']);
+    });
+
+    it('deleting a pipeline with a batch in flight answers deleting, then removes it once the batch committed; connectors and delivered data stay', async () => {
+      const h = await setup();
+      push(h, 300);
+      h.hub.sink('out').slow(5000);
+      const p = await pipeline(h);
+      await eventually(h.clock, () => h.hub.sink('out').writes === 1);
+      const result = await h.engine.pipelines.delete(WS, p.id);
+      expect(result.status).toBe('deleting');
+      await eventually(h.clock, async () => h.heard.some((e) => e.type === 'pipeline.deleted'), 1000);
+      await expect(h.engine.pipelines.get(WS, p.id)).rejects.toSatisfy((e) => isFerryError(e, 'not_found'));
+      const types = h.heard.map((e) => e.type);
+      expect(types.indexOf('pipeline.completed')).toBeLessThan(types.indexOf('pipeline.deleted'));
+      expect(h.hub.sink('out').events.size).toBe(100);
+      expect((await h.engine.connectors.list(WS)).data).toHaveLength(2);
+    });
+
+    it('a destination down for hours holds the flow: nothing lost, nothing dead-lettered, checkpoint unmoved; health goes degraded then down, then healthy', async () => {
+      const h = await setup();
+      push(h, 120);
+      h.hub.sink('out').down(6 * HOUR);
+      const p = await pipeline(h);
+      await eventually(h.clock, async () => (await h.engine.connectors.get(WS, p.destination_connector_id)).health === 'down', MINUTE);
+      await h.clock.advance(3 * HOUR);
+      expect(h.hub.sink('out').events.size).toBe(0);
+      expect(await allEvents(h, p.id)).toHaveLength(0);
+      expect(h.heard.filter((e) => e.type === 'connector.error')).toHaveLength(1);
+      await eventually(h.clock, () => h.hub.sink('out').events.size === 120, 10 * MINUTE);
+      await eventually(h.clock, async () => (await h.engine.connectors.get(WS, p.destination_connector_id)).health === 'healthy');
+      const events = await allEvents(h, p.id);
+      expect(events).toHaveLength(120);
+      expect(events.every((e) => e.status === 'delivered')).toBe(true);
+      expect(h.hub.sink('out').duplicates).toBe(0);
+      const healths = h.heard.filter((e) => e.type === 'connector.health_changed').map((e) => e.data.health);
+      expect(healths).toEqual(['degraded', 'down', 'healthy']);
+      // A long outage of a streaming pipeline is reported once, and its recovery starts a new run.
+      expect(h.heard.filter((e) => e.type === 'pipeline.failed').map((e) => e.data.error)).toEqual(['destination_unavailable']);
+      const runs = (await h.engine.pipelines.listRuns(WS, p.id)).data;
+      expect(runs.map((r) => [r.status, r.error])).toEqual([['failed', 'destination_unavailable'], ['running', null]]);
+    });
+
+    it('poison records are dead-lettered with stage, code and a redacted message, then replayed from that stage', async () => {
+      const h = await setup();
+      for (let i = 0; i < 20; i++) h.hub.stream('in').push({ type: 'order.created', payload: { n: i, amount: i === 3 ? 'source-secret-token' : String(i) } });
+      h.hub.sink('out').reject((e) => e.payload.n === 7);
+      const p = await pipeline(h, { transforms: [{ type: 'set', path: 'seen', value: true }, { type: 'cast', path: 'amount', to: 'number' }] });
+      await eventually(h.clock, async () => (await allEvents(h, p.id)).length === 20);
+      const dead = await allEvents(h, p.id, 'dead_lettered');
+      expect(dead).toHaveLength(2);
+      const byN = new Map(dead.map((e) => [e.payload.n, e]));
+      expect(byN.get(3)!.error).toMatchObject({ stage: 'transform:1' });
+      expect(byN.get(3)!.error!.message).not.toContain('source-secret-token');
+      expect(byN.get(3)!.attempts).toBe(3);
+      expect(byN.get(7)!.error).toMatchObject({ stage: 'destination', code: 'record_rejected' });
+      expect(byN.get(7)!.payload).toMatchObject({ n: 7, seen: true, amount: 7 });
+      const announced = h.heard.filter((e) => e.type === 'event.dead_lettered');
+      expect(announced.map((e) => e.data.event_id).sort()).toEqual(dead.map((e) => e.id).sort());
+      // A replay of something else is refused.
+      const delivered = (await allEvents(h, p.id, 'delivered'))[0]!;
+      await expect(h.engine.events.replay(WS, delivered.id)).rejects.toSatisfy((e) => isFerryError(e, 'event_not_dead_lettered'));
+
+      // The destination's cause is fixed: the replay goes straight to the destination, steps not re-run.
+      h.hub.sink('out').acceptAll();
+      await h.engine.pipelines.update(WS, p.id, { transforms: [{ type: 'set', path: 'seen', value: 'again' }, { type: 'cast', path: 'amount', to: 'string' }] });
+      expect((await h.engine.events.replay(WS, byN.get(7)!.id)).status).toBe('replaying');
+      await eventually(h.clock, async () => (await h.engine.events.get(WS, byN.get(7)!.id)).status !== 'replaying');
+      expect(h.hub.sink('out').events.get(byN.get(7)!.id)!.payload).toEqual({ n: 7, seen: true, amount: 7 });
+      // The step failure replays from that step, with the pipeline's current steps: step 0 is not re-run.
+      await h.engine.events.replay(WS, byN.get(3)!.id);
+      await eventually(h.clock, async () => (await h.engine.events.get(WS, byN.get(3)!.id)).status !== 'replaying');
+      expect(h.hub.sink('out').events.get(byN.get(3)!.id)!.payload).toEqual({ n: 3, seen: true, amount: 'source-secret-token' });
+      const after = await h.engine.events.get(WS, byN.get(3)!.id);
+      expect(after).toMatchObject({ status: 'delivered', attempts: 4 });
+      expect(await allEvents(h, p.id, 'dead_lettered')).toHaveLength(0);
+    });
+
+    it('bulk replay re-runs every matching dead-lettered event once', async () => {
+      const h = await setup();
+      push(h, 60);
+      h.hub.sink('out').reject((e) => (e.payload.n as number) % 3 === 0);
+      const p = await pipeline(h, { batch_size: 25 });
+      await eventually(h.clock, async () => (await allEvents(h, p.id, 'dead_lettered')).length === 20);
+      expect(h.hub.sink('out').events.size).toBe(40);
+      h.hub.sink('out').acceptAll();
+      expect(await h.engine.events.replayMany(WS, p.id, {})).toEqual({ count: 20 });
+      expect(await h.engine.events.replayMany(WS, p.id, {})).toEqual({ count: 0 });
+      await eventually(h.clock, () => h.hub.sink('out').events.size === 60);
+      await eventually(h.clock, async () => (await allEvents(h, p.id, 'delivered')).length === 60);
+      expect(h.hub.sink('out').duplicates).toBe(0);
+    });
+
+    it('applies every built-in step; filtered events are listed as filtered', async () => {
+      const h = await setup();
+      h.hub.stream('in').push(
+        { type: 'order.created', payload: { n: 1, status: 'paid', customer: { email: 'a@example.com', name: 'A' }, total: '12.5', internal: 1 } },
+        { type: 'order.created', payload: { n: 2, status: 'open', customer: { email: 'b@example.com', name: 'B' }, total: '3', internal: 1 } },
+      );
+      const p = await pipeline(h, {
+        transforms: [
+          { type: 'filter', path: 'status', op: 'eq', value: 'paid' },
+          { type: 'set', path: 'source', value: 'shop' },
+          { type: 'rename', from: 'customer.name', to: 'customer.full_name' },
+          { type: 'drop', paths: ['internal'] },
+          { type: 'mask', path: 'customer.email' },
+          { type: 'retype', to: 'order.{payload.status}' },
+          { type: 'cast', path: 'total', to: 'number' },
+        ],
+      });
+      await eventually(h.clock, async () => (await allEvents(h, p.id)).length === 2);
+      const [out] = [...h.hub.sink('out').events.values()];
+      expect(h.hub.sink('out').events.size).toBe(1);
+      expect(out!.type).toBe('order.paid');
+      expect(out!.payload).toMatchObject({ n: 1, status: 'paid', source: 'shop', total: 12.5, customer: { full_name: 'A' } });
+      expect(out!.payload).not.toHaveProperty('internal');
+      expect((out!.payload.customer as { email: string }).email).toMatch(/^[0-9a-f]{64}$/);
+      const filtered = await allEvents(h, p.id, 'filtered');
+      expect(filtered.map((e) => e.payload.n)).toEqual([2]);
+      const [run] = (await h.engine.pipelines.listRuns(WS, p.id)).data;
+      expect(run).toMatchObject({ events_read: 2, events_written: 1, events_filtered: 1 });
+    });
+
+    it('runs a scheduled pipeline once per tick, takes manual runs, and catches up missed ticks once after downtime', async () => {
+      const h = await setup();
+      push(h, 30);
+      const p = await pipeline(h, { schedule: '*/10 * * * *' });
+      await eventually(h.clock, async () => (await h.engine.pipelines.listRuns(WS, p.id)).data[0]?.status === 'succeeded', MINUTE);
+      const first = (await h.engine.pipelines.listRuns(WS, p.id)).data;
+      expect(first).toHaveLength(1);
+      expect(first[0]).toMatchObject({ trigger: 'schedule', status: 'succeeded', events_read: 30, scheduled_for: '2026-01-01T00:10:00.000Z' });
+      expect(h.heard.filter((e) => e.type === 'pipeline.started' || e.type === 'pipeline.completed').map((e) => e.type)).toEqual(['pipeline.started', 'pipeline.completed']);
+      await untilTicked(h, p.id, ['00:20', '00:30'], 1);
+      const ticks = (await h.engine.pipelines.listRuns(WS, p.id)).data.map((r) => r.scheduled_for);
+      expect(ticks).toEqual(['2026-01-01T00:10:00.000Z', '2026-01-01T00:20:00.000Z', '2026-01-01T00:30:00.000Z']);
+      // A manual run, besides the schedule.
+      push(h, 5, 30);
+      const manual = await h.engine.pipelines.triggerRun(WS, p.id);
+      expect(manual.status).toBe('queued');
+      await eventually(h.clock, () => h.hub.sink('out').events.size === 35);
+      await eventually(h.clock, async () => (await h.engine.pipelines.listRuns(WS, p.id)).data.at(-1)!.status === 'succeeded');
+
+      // Down from 00:31 to 03:05: the 15 missed ticks are caught up by one run, for the latest.
+      await h.engine.stop();
+      h.clock.set(Date.parse('2026-01-01T03:05:00.000Z'));
+      const second = await h.another();
+      await eventually(h.clock, async () => (await second.engine.pipelines.listRuns(WS, p.id)).data.length === 5);
+      const runs = (await second.engine.pipelines.listRuns(WS, p.id)).data;
+      expect(runs.at(-1)).toMatchObject({ trigger: 'schedule', scheduled_for: '2026-01-01T03:00:00.000Z' });
+      await eventually(h.clock, async () => (await second.engine.pipelines.listRuns(WS, p.id)).data.at(-1)!.status === 'succeeded');
+      expect(h.hub.sink('out').duplicates).toBe(0);
+    });
+
+    it('two engines on one database record each tick once', async () => {
+      const h = await setup();
+      const other = await h.another();
+      push(h, 10);
+      const p = await pipeline(h, { schedule: '*/10 * * * *' });
+      // The other engine learns of the pipeline at its next poll.
+      await h.clock.advance(MINUTE + 1_000);
+      await untilTicked(h, p.id, ['00:10', '00:20', '00:30', '00:40'], 0);
+      const runs = (await other.engine.pipelines.listRuns(WS, p.id)).data;
+      expect(runs.map((r) => r.scheduled_for)).toEqual(['2026-01-01T00:10:00.000Z', '2026-01-01T00:20:00.000Z', '2026-01-01T00:30:00.000Z', '2026-01-01T00:40:00.000Z']);
+      expect(h.hub.sink('out').duplicates).toBe(0);
+    });
+
+    it('a scheduled run whose destination stays down fails with a reason code; the checkpoint stays and nothing is dead-lettered', async () => {
+      const h = await setup({ runRetryAttempts: 4 });
+      push(h, 10);
+      h.hub.sink('out').down(24 * HOUR);
+      const p = await pipeline(h, { schedule: '0 * * * *' });
+      await eventually(h.clock, async () => (await h.engine.pipelines.listRuns(WS, p.id)).data[0]?.status === 'failed', MINUTE);
+      const [run] = (await h.engine.pipelines.listRuns(WS, p.id)).data;
+      expect(run).toMatchObject({ status: 'failed', error: 'destination_unavailable', events_written: 0 });
+      const failed = h.heard.filter((e) => e.type === 'pipeline.failed');
+      expect(failed.map((e) => e.data)).toEqual([{ pipeline_id: p.id, run_id: run!.id, error: 'destination_unavailable' }]);
+      expect(await allEvents(h, p.id)).toHaveLength(0);
+      // The next tick after the outage moves everything.
+      h.hub.sink('out').up();
+      await eventually(h.clock, () => h.hub.sink('out').events.size === 10, 10 * MINUTE);
+    });
+
+    it('a streaming pipeline is consumed by one engine; another takes over from the checkpoint when the holder dies', async () => {
+      const h = await setup({ leaseTtlMs: 30_000, pollIntervalMs: 5_000 });
+      push(h, 100);
+      const p = await pipeline(h);
+      await eventually(h.clock, () => h.hub.sink('out').events.size === 100);
+      // A second engine with a clock of its own: the first one "dies" by never running a timer again.
+      const clockB = new VirtualClock(h.clock.now(), { settleRealMs: 1 });
+      const b = await h.another({ clock: clockB });
+      await clockB.advance(10_000);
+      expect(b.heard.filter((e) => e.type === 'pipeline.started')).toHaveLength(0);
+      push(h, 50, 100);
+      await eventually(clockB, () => h.hub.sink('out').events.size === 150, 5_000);
+      expect(h.hub.sink('out').duplicates).toBe(0);
+      const runs = (await b.engine.pipelines.listRuns(WS, p.id)).data;
+      expect(runs.map((r) => [r.status, r.error])).toEqual([['failed', 'interrupted'], ['running', null]]);
+      expect(await allEvents(h, p.id)).toHaveLength(150);
+    });
+
+    it('push sources are awaited: one batch at a time, and pause/activate loses nothing', async () => {
+      const h = await setup();
+      push(h, 1200);
+      h.hub.sink('out').slow(1000);
+      const p = await pipeline(h, { mode: 'push' });
+      await eventually(h.clock, () => h.hub.sink('out').events.size >= 500, 1000);
+      // The source is never ahead of the destination by more than the batch being written.
+      expect(h.hub.stream('in').reads - h.hub.sink('out').writes).toBeLessThanOrEqual(1);
+      const paused = h.engine.pipelines.pause(WS, p.id);
+      await eventually(h.clock, async () => (await h.engine.pipelines.get(WS, p.id)).state === 'paused', 1000);
+      await paused;
+      const atPause = h.hub.sink('out').events.size;
+      await h.clock.advance(HOUR);
+      expect(h.hub.sink('out').events.size).toBe(atPause);
+      h.hub.sink('out').slow(0);
+      await h.engine.pipelines.activate(WS, p.id);
+      await eventually(h.clock, () => h.hub.sink('out').events.size === 1200, 1000);
+      expect(h.hub.sink('out').duplicates).toBe(0);
+    });
+
+    it('a batch whose commit is refused leaves neither events nor their notifications (outbox atomicity)', async () => {
+      const h = await setup();
+      h.hub.stream('in').push({ type: 'order.created', payload: { n: 0 } }, { type: 'order.created', payload: { n: 1 } });
+      h.hub.sink('out').reject((e) => e.payload.n === 1).slow(1000);
+      const p = await pipeline(h);
+      await eventually(h.clock, () => h.hub.sink('out').writes === 1);
+      // Another engine "takes over" the pipeline while the batch is being written: the commit is refused.
+      await h.engine.storage.knex('leases').where({ name: `pipeline:${p.id}` }).update({ token: 'someone-else', holder: 'someone-else' });
+      await eventually(h.clock, () => h.hub.sink('out').writes >= 3, 1000);
+      await h.clock.advance(5_000);
+      expect(await allEvents(h, p.id)).toHaveLength(0);
+      const outbox = await h.engine.storage.repos.outbox.listForWorkspace(WS);
+      expect(outbox.some((e) => e.type === 'event.dead_lettered')).toBe(false);
+      expect(h.heard.some((e) => e.type === 'event.dead_lettered')).toBe(false);
+      // Committed dead letters are announced from the same transaction, heard by `on` and `platformEvents$` alike.
+      await h.engine.storage.knex('leases').where({ name: `pipeline:${p.id}` }).delete();
+      const streamed: string[] = [];
+      const sub = h.engine.platformEvents$.subscribe((e) => streamed.push(e.type));
+      await eventually(h.clock, async () => (await allEvents(h, p.id)).length === 2, 5_000);
+      sub.unsubscribe();
+      const stored = (await h.engine.storage.repos.outbox.listForWorkspace(WS)).filter((e) => e.type === 'event.dead_lettered');
+      expect(stored).toHaveLength(1);
+      expect(h.heard.filter((e) => e.type === 'event.dead_lettered').map((e) => e.id)).toEqual(stored.map((e) => e.id));
+      expect(streamed).toContain('event.dead_lettered');
+    });
+
+    it('engine.stop() lets the batch in flight commit, releases the lease, and a restart resumes with no duplicate', async () => {
+      const h = await setup();
+      push(h, 300);
+      h.hub.sink('out').slow(5000);
+      const p = await pipeline(h);
+      await eventually(h.clock, () => h.hub.sink('out').writes === 1);
+      const stopping = h.engine.stop();
+      await eventually(h.clock, () => h.hub.sink('out').events.size === 100, 1000);
+      await stopping;
+      expect(h.hub.sink('out').writes).toBe(1);
+      h.hub.sink('out').slow(0);
+      const next = await h.another();
+      await eventually(h.clock, () => h.hub.sink('out').events.size === 300, 1000);
+      expect(h.hub.sink('out').duplicates).toBe(0);
+      const runs = (await next.engine.pipelines.listRuns(WS, p.id)).data;
+      expect(runs.map((r) => r.status)).toEqual(['succeeded', 'running']);
+      // A graceful stop hands the stream over silently: no pipeline.completed for it.
+      expect(h.heard.filter((e) => e.type === 'pipeline.completed')).toHaveLength(0);
+    });
+
+    it('a scheduled run interrupted by engine.stop() goes back to the queue and the next engine finishes it', async () => {
+      const h = await setup();
+      push(h, 300);
+      h.hub.sink('out').slow(5000);
+      const p = await pipeline(h, { schedule: '0 * * * *' });
+      await h.clock.advanceTo(Date.parse('2026-01-01T01:00:00.000Z'));
+      await eventually(h.clock, () => h.hub.sink('out').writes === 1);
+      const stopping = h.engine.stop();
+      await eventually(h.clock, () => h.hub.sink('out').events.size === 100, 1000);
+      await stopping;
+      // Back in the queue, with what it did so far.
+      const viewer = await h.another({ runtime: { enabled: false } });
+      expect((await viewer.engine.pipelines.listRuns(WS, p.id)).data[0]).toMatchObject({ status: 'queued', events_read: 100 });
+      h.hub.sink('out').slow(0);
+      const next = await h.another();
+      await eventually(h.clock, async () => (await next.engine.pipelines.listRuns(WS, p.id)).data[0]?.status === 'succeeded', 1000);
+      const [run] = (await next.engine.pipelines.listRuns(WS, p.id)).data;
+      expect(run).toMatchObject({ trigger: 'schedule', events_read: 300, events_written: 300 });
+      expect(h.hub.sink('out').events.size).toBe(300);
+      expect(h.hub.sink('out').duplicates).toBe(0);
+    });
+  });
+}
