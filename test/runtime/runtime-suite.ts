@@ -385,6 +385,11 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       await h.engine.pipelines.activate(WS, p.id);
       await eventually(h.clock, () => h.hub.sink('out').events.size === 1200, 1000);
       expect(h.hub.sink('out').duplicates).toBe(0);
+      // An idle push source calls no handler; a pause still ends the stream at once.
+      await eventually(h.clock, async () => (await allEvents(h, p.id)).length === 1200);
+      const completed = h.heard.filter((e) => e.type === 'pipeline.completed').length;
+      expect((await h.engine.pipelines.pause(WS, p.id)).state).toBe('paused');
+      expect(h.heard.filter((e) => e.type === 'pipeline.completed')).toHaveLength(completed + 1);
     });
 
     it('a batch whose commit is refused leaves neither events nor their notifications (outbox atomicity)', async () => {

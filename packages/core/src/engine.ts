@@ -22,7 +22,7 @@ import { PipelinesService } from './services/pipelines-service.js';
 import { WebhooksService } from './services/webhooks-service.js';
 import { WorkspacesService } from './services/workspaces-service.js';
 import { PipelineRuntime } from './runtime/pipeline-runtime.js';
-import { resolveRuntimeOptions, type RuntimeOptions } from './runtime/runtime-options.js';
+import { resolveRuntimeOptions, type RuntimeOptionsInput } from './runtime/runtime-options.js';
 import { FerryStorage } from './storage/ferry-storage.js';
 import type { StorageConfig } from './storage/storage-config.js';
 import { translateStorageError } from './storage/storage-errors.js';
@@ -57,7 +57,7 @@ export interface EngineOptions {
    * Tuning of the pipeline runtime (polling, leases, backoff, retry budgets), or `false` for an
    * engine that serves the API but runs no pipeline (another instance on the same Postgres does).
    */
-  runtime?: Partial<RuntimeOptions> | false;
+  runtime?: RuntimeOptionsInput | false;
 }
 
 /** Lifecycle state of an engine. */

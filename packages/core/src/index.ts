@@ -97,6 +97,6 @@ export type {
   FerryPlugin,
 } from './plugin/types.js';
 export { builtinTransforms } from './transforms/index.js';
-export { DEFAULT_RUNTIME_OPTIONS, type RuntimeOptions } from './runtime/runtime-options.js';
+export { DEFAULT_RUNTIME_OPTIONS, type RuntimeOptions, type RuntimeOptionsInput } from './runtime/runtime-options.js';
 export type { BackoffPolicy } from './runtime/backoff.js';
 export { deriveEventId } from './runtime/event-id.js';

@@ -34,7 +34,9 @@ const processIo: CliIo = { out: (line) => process.stdout.write(line + '\n'), err
 async function withEngine<T>(database: string | undefined, fn: (engine: Engine) => Promise<T>): Promise<T> {
   const setting = parseDatabase(database ?? process.env.DATABASE_URL);
   const { key } = resolveSecretKey(setting, process.env.FERRY_SECRET_KEY?.trim() || undefined);
-  const engine = await createEngine({ storage: storageOf(setting), plugins: serverPlugins({ outboundAllow: [] }), ...(key === undefined ? {} : { secretKey: key }), logger: silentLogger });
+  const engine = await createEngine({ storage: storageOf(setting), plugins: serverPlugins({ outboundAllow: [] }), ...(key === undefined ? {} : { secretKey: key }), logger: silentLogger,
+    // A one-shot command must not take up pipelines, ticks or queued runs while it runs.
+    runtime: false });
   await engine.start();
   try {
     return await fn(engine);

@@ -78,6 +78,8 @@ export class PipelineFlow {
   private dirty = true;
   /** Aborted (and replaced) by {@link poke}: ends the current idle or backoff wait early. */
   private wake = new AbortController();
+  /** Set while a push source is consumed: it has no wait to cut short, so a poke checks the state itself. */
+  private onPoke: (() => void) | undefined;
   private stepsKey = '';
   private chain: TransformChain | undefined;
   private reopenNeeded = false;
@@ -104,6 +106,7 @@ export class PipelineFlow {
   poke(wake = true): void {
     this.dirty = true;
     if (!wake) return;
+    this.onPoke?.();
     const waking = this.wake;
     this.wake = new AbortController();
     waking.abort();
@@ -205,6 +208,11 @@ export class PipelineFlow {
   }
 
   private async pullOnce(): Promise<{ done: boolean; outcome?: BatchOutcome }> {
+    // Let timers and I/O run between batches. On SQLite every query settles at once, so a backlog
+    // would otherwise go from batch to batch in promise continuations alone, starving the lease's
+    // heartbeat (the lease expires, the stream restarts and sends a batch twice) and any HTTP
+    // server in the same process.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     if (!(await this.refresh())) {
       this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
       return { done: true };
@@ -239,6 +247,17 @@ export class PipelineFlow {
       const consuming = new AbortController();
       const onStop = () => consuming.abort(new Stop('stopped'));
       this.stopper.signal.addEventListener('abort', onStop, { once: true });
+      // An idle push source calls no handler: a pause or a deletion must still end the consumption.
+      this.onPoke = () => {
+        void this.deps.ctx.storage.repos.pipelines.getAnyWorkspace(this.spec.pipelineId).then(
+          (row) => {
+            if (row && row.state === 'active') return;
+            if (this.end !== 'caught_up') this.end = 'inactive';
+            consuming.abort(new Stop('inactive'));
+          },
+          () => undefined,
+        );
+      };
       // A run of a scheduled pipeline ends once the source has been quiet for a flush interval.
       let idle: { cancel(): void } | undefined;
       const armIdle = () => {
@@ -289,12 +308,14 @@ export class PipelineFlow {
       };
       consume().then(
         () => {
+          this.onPoke = undefined;
           idle?.cancel();
           this.stopper.signal.removeEventListener('abort', onStop);
           if (this.end !== 'caught_up' && this.end !== 'inactive') this.end = 'stopped';
           subscriber.complete();
         },
         (error: unknown) => {
+          this.onPoke = undefined;
           idle?.cancel();
           subscriber.error(error);
         },
@@ -321,6 +342,8 @@ export class PipelineFlow {
         this.hard.signal,
       ),
     );
+    // The destination took the batch: a failure streak is over, and the batch counts in the run it starts.
+    await this.progressed();
     return this.commit(results, batch.checkpoint, batch.records.length);
   }
 

@@ -53,7 +53,7 @@ export class PipelineRuntime implements PipelineLifecycleHooks {
 
   /**
    * Stops every worker after its batch in flight: streaming pipelines release their leases (another
-   * engine takes over at once), runs go back to the queue, replays stay requested.
+   * engine takes them at its next poll), runs go back to the queue, replays stay requested.
    */
   async stop(): Promise<void> {
     if (!this.running) return;

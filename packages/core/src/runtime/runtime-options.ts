@@ -38,8 +38,11 @@ export const DEFAULT_RUNTIME_OPTIONS: RuntimeOptions = Object.freeze({
   replayBatchSize: 500,
 });
 
+/** What `createEngine({ runtime })` takes: any subset of {@link RuntimeOptions}, backoff policies included. */
+export type RuntimeOptionsInput = Partial<Omit<RuntimeOptions, 'retry' | 'recordRetry'>> & { retry?: Partial<BackoffPolicy>; recordRetry?: Partial<BackoffPolicy> };
+
 /** Options with defaults filled in. */
-export function resolveRuntimeOptions(options: Partial<RuntimeOptions> | false | undefined): RuntimeOptions {
+export function resolveRuntimeOptions(options: RuntimeOptionsInput | false | undefined): RuntimeOptions {
   if (options === false) return { ...DEFAULT_RUNTIME_OPTIONS, enabled: false };
   return { ...DEFAULT_RUNTIME_OPTIONS, ...options, retry: { ...DEFAULT_RUNTIME_OPTIONS.retry, ...options?.retry }, recordRetry: { ...DEFAULT_RUNTIME_OPTIONS.recordRetry, ...options?.recordRetry } };
 }
