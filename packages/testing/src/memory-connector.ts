@@ -42,19 +42,32 @@ export class MemoryStream {
 
   constructor(private readonly clock: Clock) {}
 
-  /** Appends records; wakes a push consumer that waits for more. */
+  /**
+   * Appends records; wakes a push consumer that waits for more. A record without `occurredAt`
+   * gets the clock's time now, like a log's append time: a source reports the same time for a
+   * record on every read, which is what lets the engine put it in the event id.
+   */
   push(...records: MemoryRecordInput[]): this {
-    this.records.push(...records);
+    const now = new Date(this.clock.now()).toISOString();
+    for (const r of records) this.records.push(r.occurredAt ? r : { ...r, occurredAt: now });
     for (const wake of [...this.waiters]) wake();
     return this;
   }
 
   /**
    * Puts `count` records in front of the appended ones, made by `make(index)` when read: a
-   * backlog that costs no memory until it is read.
+   * backlog that costs no memory until it is read. A made record without `occurredAt` is dated
+   * one millisecond after the previous one, from the clock's time now.
    */
   generate(count: number, make: (index: number) => MemoryRecordInput): this {
-    this.generated = { count, make };
+    const start = this.clock.now();
+    this.generated = {
+      count,
+      make: (index) => {
+        const r = make(index);
+        return r.occurredAt ? r : { ...r, occurredAt: new Date(start + index).toISOString() };
+      },
+    };
     for (const wake of [...this.waiters]) wake();
     return this;
   }

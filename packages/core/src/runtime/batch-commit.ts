@@ -56,7 +56,8 @@ async function recordResults(repos: Repositories, emit: Emit, pipeline: Pipeline
       updated_at: now,
     };
   }
-  await repos.events.upsertMany(rows);
+  // Times come from the flow (or a stored dead letter), spelled canonically already.
+  await repos.events.upsertMany(rows, { canonicalTimes: true });
   for (const r of results) {
     if (r.status !== 'dead_lettered') continue;
     const letter: DeadLetterRow = {

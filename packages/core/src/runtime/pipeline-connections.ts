@@ -109,7 +109,9 @@ export class HealthReporter {
   async failed(connector: OpenedConnector, consecutive: number, error: { code: string; message: string }): Promise<void> {
     const health: ConnectorHealth = consecutive >= this.downAfter ? 'down' : 'degraded';
     const before = this.known.get(connector.row.id) ?? connector.row.health;
-    if (before === health) return;
+    // Only a success makes it better: a flow that starts again on a connector already down (a new
+    // session, another engine) counts from 1 but must not report it `degraded` again.
+    if (before === health || (before === 'down' && health === 'degraded')) return;
     this.known.set(connector.row.id, health);
     await this.connectors.recordHealth(connector.row, health, before === 'healthy' ? error : undefined);
   }

@@ -5,7 +5,6 @@ import { isFerryError } from '../errors.js';
 import type { Checkpoint, JsonObject, PullSource, PushSource, SourceBatch, SourceRecord, TransformEvent } from '../plugin/types.js';
 import type { ConnectorsService } from '../services/connectors-service.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
-import { canonicalTimestamp } from '../storage/repositories/events-repo.js';
 import { backoffDelay } from './backoff.js';
 import { commitBatch, countResults, type BatchCounts, type Fence } from './batch-commit.js';
 import { deriveEventId } from './event-id.js';
@@ -85,7 +84,12 @@ export class PipelineFlow {
   private reopenNeeded = false;
   private row!: PipelineRow;
   private conns: PipelineConnections | undefined;
+  /** The last committed position. */
   private checkpoint: Checkpoint | null = null;
+  /** The position after the last batch the destination took (a pull source reads from here). */
+  private position: Checkpoint | null = null;
+  /** The commit of the last batch written, while it runs. */
+  private pending: Promise<BatchOutcome> | undefined;
   private health: HealthReporter;
   private failures = 0;
   private failing = false;
@@ -130,6 +134,7 @@ export class PipelineFlow {
       const run = async () => {
         if (!(await this.refresh())) return this.finish(subscriber, 'inactive');
         this.checkpoint = await this.deps.ctx.storage.repos.checkpoints.get(this.spec.pipelineId);
+        this.position = this.checkpoint;
         const source$ = 'read' in this.conns!.reader! ? this.pull$() : this.push$();
         inner = source$.subscribe({
           next: (outcome) => subscriber.next(outcome),
@@ -157,6 +162,8 @@ export class PipelineFlow {
   }
 
   private async close(): Promise<void> {
+    // A commit still running settles first: the run is ended (and counted) after its last batch.
+    await this.pending?.catch(() => undefined);
     const conns = this.conns;
     this.conns = undefined;
     await conns?.close();
@@ -207,6 +214,14 @@ export class PipelineFlow {
     );
   }
 
+  /**
+   * One step of a pull source: read the batch after the last one the destination took, take it
+   * through the steps and the destination, and hand its commit over to run while the next
+   * batch is read. Commits run one at a time and in order; the step returns the previous
+   * batch's commit, so at most one written batch waits for its commit (two batches in memory)
+   * and the source is never read ahead of what the destination acknowledged. On Postgres the
+   * database commits one batch while this process prepares the next, on another core.
+   */
   private async pullOnce(): Promise<{ done: boolean; outcome?: BatchOutcome }> {
     // Let timers and I/O run between batches. On SQLite every query settles at once, so a backlog
     // would otherwise go from batch to batch in promise continuations alone, starving the lease's
@@ -214,16 +229,22 @@ export class PipelineFlow {
     // server in the same process.
     await new Promise<void>((resolve) => setImmediate(resolve));
     if (!(await this.refresh())) {
+      // What the destination already took is committed before the flow ends: nothing is sent twice.
+      const outcome = await this.flush();
       this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
-      return { done: true };
+      return { done: true, outcome };
     }
     const current = this.conns!.reader as PullSource;
-    const from = this.checkpoint;
+    const from = this.position;
     const batch = await this.retrying('source', () => current.read(from, this.row.batch_size, this.hard.signal));
     if (batch.records.length === 0) {
+      let outcome = await this.flush();
       // Caught up. A source may still move its position (past an empty object, say): keep it.
       const moved = JSON.stringify(batch.checkpoint ?? null) !== JSON.stringify(from ?? null);
-      const outcome = moved ? await this.commit([], batch.checkpoint, 0) : undefined;
+      if (moved) {
+        outcome = await this.commit([], batch.checkpoint, 0);
+        this.position = batch.checkpoint;
+      }
       await this.progressed();
       if (this.spec.mode === 'until_caught_up') {
         this.end = 'caught_up';
@@ -239,7 +260,27 @@ export class PipelineFlow {
       }
       return { done: false, outcome };
     }
-    return { done: false, outcome: await this.handle(batch) };
+    const results = await this.process(batch);
+    const previous = this.pending;
+    const row = this.row;
+    // Chained: this commit starts only after the previous one succeeded, and not at all if it failed.
+    const commit = (previous ?? Promise.resolve(undefined)).then(() => this.commit(results, batch.checkpoint, batch.records.length, row));
+    // Awaited by the next step or by flush(); until then a failure must not count as unhandled.
+    commit.catch(() => undefined);
+    this.pending = commit;
+    this.position = batch.checkpoint;
+    return { done: false, outcome: previous ? await previous : undefined };
+  }
+
+  /** Waits for the commit in flight, if any, and returns its outcome. */
+  private async flush(): Promise<BatchOutcome | undefined> {
+    const pending = this.pending;
+    if (!pending) return undefined;
+    try {
+      return await pending;
+    } finally {
+      if (this.pending === pending) this.pending = undefined;
+    }
   }
 
   private push$(): Observable<BatchOutcome> {
@@ -326,6 +367,12 @@ export class PipelineFlow {
 
   /** Takes one source batch through the steps and the destination, then commits it. */
   private async handle(batch: SourceBatch): Promise<BatchOutcome> {
+    const results = await this.process(batch);
+    return this.commit(results, batch.checkpoint, batch.records.length);
+  }
+
+  /** Takes one source batch through the steps and the destination (not committed yet). */
+  private async process(batch: SourceBatch): Promise<ItemResult[]> {
     const items = this.toItems(batch.records);
     const conns = this.conns!;
     const results = await this.retrying('destination', () =>
@@ -344,13 +391,13 @@ export class PipelineFlow {
     );
     // The destination took the batch: a failure streak is over, and the batch counts in the run it starts.
     await this.progressed();
-    return this.commit(results, batch.checkpoint, batch.records.length);
+    return results;
   }
 
-  private async commit(results: ItemResult[], checkpoint: Checkpoint, read: number): Promise<BatchOutcome> {
+  private async commit(results: ItemResult[], checkpoint: Checkpoint, read: number, row: PipelineRow = this.row): Promise<BatchOutcome> {
     const counts = countResults(read, results);
     await this.retrying('storage', () =>
-      commitBatch(this.deps.ctx, { pipeline: this.row, runId: this.spec.runId(), fence: this.spec.fence, results, checkpoint, counts }),
+      commitBatch(this.deps.ctx, { pipeline: row, runId: this.spec.runId(), fence: this.spec.fence, results, checkpoint, counts }),
     );
     this.checkpoint = checkpoint;
     await this.progressed();
@@ -358,14 +405,17 @@ export class PipelineFlow {
   }
 
   private toItems(records: readonly SourceRecord[]): WorkItem[] {
-    const now = this.deps.ctx.clock.now();
+    // A record without a time of its own (or with an invalid one) happened when it was read.
+    const readAt = new Date(this.deps.ctx.clock.now()).toISOString();
     const items: WorkItem[] = new Array(records.length);
     for (let i = 0; i < records.length; i++) {
       const r = records[i]!;
+      const own = recordTime(r.occurredAt);
       const event: TransformEvent = {
-        id: deriveEventId(this.row.id, r.position),
+        // Only a time the source reports goes into the id: the read time would differ on a re-read.
+        id: deriveEventId(this.row.id, r.position, own?.ms),
         type: r.type,
-        occurredAt: occurredAt(r.occurredAt, now),
+        occurredAt: own?.iso ?? readAt,
         payload: r.payload as JsonObject,
       };
       items[i] = { event, fromStep: 0, attemptsBefore: 0 };
@@ -447,15 +497,15 @@ function storageFlowError(error: unknown): FlowError {
   return new FlowError('storage', 'storage_unavailable', error instanceof Error ? error.message : String(error), true, { cause: error });
 }
 
-/** A record's time as stored: ISO 8601 UTC with milliseconds; the read time when it has none (or an invalid one). */
-function occurredAt(value: string | Date | undefined, nowMs: number): string {
-  if (value instanceof Date && !Number.isNaN(value.getTime())) return value.toISOString();
-  if (typeof value === 'string') {
-    try {
-      return canonicalTimestamp(value);
-    } catch {
-      // fall through: the read time
-    }
+/** A record's own time as stored (ISO 8601 UTC with milliseconds) and in ms; undefined when it has none or an invalid one. */
+function recordTime(value: string | Date | undefined): { iso: string; ms: number } | undefined {
+  if (value instanceof Date) {
+    const ms = value.getTime();
+    return Number.isNaN(ms) ? undefined : { iso: value.toISOString(), ms };
   }
-  return new Date(nowMs).toISOString();
+  if (typeof value !== 'string') return undefined;
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) return undefined;
+  // Always re-spelled: Date.parse accepts a February 30th or 24:00, which must not be stored as sent.
+  return { iso: new Date(ms).toISOString(), ms };
 }

@@ -3,7 +3,7 @@ import type { Db } from './sql-helpers.js';
 
 /** The part of a better-sqlite3 statement the hot paths use. */
 export interface SqliteStatement {
-  run(params: Record<string, unknown>): unknown;
+  run(params: Record<string, unknown> | readonly unknown[]): unknown;
 }
 
 /** A better-sqlite3 connection, as far as preparing statements goes. */

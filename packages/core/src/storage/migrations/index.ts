@@ -1,12 +1,16 @@
 import type { Knex } from 'knex';
 import * as initial from './0001-initial.js';
+import * as openStatusIndex from './0002-events-open-status-index.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;
 }
 
-const MIGRATIONS: ReadonlyArray<readonly [string, Migration]> = [['0001-initial', initial]];
+const MIGRATIONS: ReadonlyArray<readonly [string, Migration]> = [
+  ['0001-initial', initial],
+  ['0002-events-open-status-index', openStatusIndex],
+];
 
 /**
  * Migrations compiled into the package rather than read from a folder, so they work the same
