@@ -506,6 +506,14 @@ function recordTime(value: string | Date | undefined): { iso: string; ms: number
   if (typeof value !== 'string') return undefined;
   const ms = Date.parse(value);
   if (Number.isNaN(ms)) return undefined;
-  // Always re-spelled: Date.parse accepts a February 30th or 24:00, which must not be stored as sent.
-  return { iso: new Date(ms).toISOString(), ms };
+  // Already in the stored spelling (the common case) it is kept; otherwise re-spelled, which also
+  // turns a February 30th or a 24:00 (Date.parse accepts both) into the real date.
+  return { iso: isPlainCanonical(value) ? value : new Date(ms).toISOString(), ms };
+}
+
+const CANONICAL = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|1\d|2[0-8])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;
+
+/** ISO 8601 UTC with milliseconds, on a day every month has (1-28): no re-spelling can change it. */
+function isPlainCanonical(value: string): boolean {
+  return value.length === 24 && CANONICAL.test(value);
 }
