@@ -134,6 +134,8 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       expect(h.hub.sink('out').writes).toBe(3);
       push(h, 10, 250);
       await eventually(h.clock, () => h.hub.sink('out').events.size === 260, 1000);
+      // The destination has them before the event log: its commit follows.
+      await eventually(h.clock, async () => (await allEvents(h, p.id)).length === 260);
       const events = await allEvents(h, p.id);
       expect(events).toHaveLength(260);
       expect(new Set(events.map((e) => e.status))).toEqual(new Set(['delivered']));
@@ -163,6 +165,7 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       h.hub.sink('out').slow(0);
       await h.engine.pipelines.activate(WS, p.id);
       await eventually(h.clock, () => h.hub.sink('out').events.size === 350, 1000);
+      await eventually(h.clock, async () => (await allEvents(h, p.id)).length === 350);
       expect(h.hub.sink('out').duplicates).toBe(0);
       expect(h.hub.sink('out').log.map((id) => h.hub.sink('out').events.get(id)!.payload.n)).toEqual([...Array(350).keys()]);
       expect(await allEvents(h, p.id)).toHaveLength(350);
@@ -354,6 +357,7 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       push(h, 100);
       const p = await pipeline(h);
       await eventually(h.clock, () => h.hub.sink('out').events.size === 100);
+      await eventually(h.clock, async () => (await allEvents(h, p.id)).length === 100);
       // A second engine with a clock of its own: the first one "dies" by never running a timer again.
       const clockB = new VirtualClock(h.clock.now(), { settleRealMs: 1 });
       const b = await h.another({ clock: clockB });
@@ -361,6 +365,7 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       expect(b.heard.filter((e) => e.type === 'pipeline.started')).toHaveLength(0);
       push(h, 50, 100);
       await eventually(clockB, () => h.hub.sink('out').events.size === 150, 5_000);
+      await eventually(clockB, async () => (await allEvents(h, p.id)).length === 150);
       expect(h.hub.sink('out').duplicates).toBe(0);
       const runs = (await b.engine.pipelines.listRuns(WS, p.id)).data;
       expect(runs.map((r) => [r.status, r.error])).toEqual([['failed', 'interrupted'], ['running', null]]);
