@@ -54,11 +54,17 @@ export interface SourceBatch {
 }
 
 /**
- * A source the core drives one batch at a time: it calls `read` again only after the previous
- * batch was written and committed, so a source never runs ahead of its destination.
+ * A source the core drives one batch at a time: it calls `read` again only after the
+ * destination acknowledged the previous batch (whose commit may still be running), so a source
+ * never runs ahead of its destination.
  */
 export interface PullSource {
-  /** Reads up to `max` records after `checkpoint`; an empty `records` means caught up. */
+  /**
+   * Reads up to `max` records after `checkpoint`; an empty `records` means caught up. A read is
+   * not an acknowledgement: the batch before `checkpoint` may still be committing, and after a
+   * failure or a crash the core reads again from an earlier checkpoint. Never delete or
+   * acknowledge anything in the source system because of a read.
+   */
   read(checkpoint: Checkpoint | null, max: number, signal: AbortSignal): Promise<SourceBatch>;
   /** Releases connections. */
   close?(): Promise<void>;

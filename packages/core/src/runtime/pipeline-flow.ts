@@ -63,9 +63,10 @@ class Stop extends Error {}
  * one transaction after the destination acknowledged it.
  *
  * {@link batches$} is an Observable of committed batches. Backpressure both ways: a pull source
- * is read again only after the previous batch committed (an `expand` loop whose next step is
- * subscribed only when the previous one emitted), and a push source's handler resolves only
- * after its batch committed, which is what lets it take more. At most one batch is in memory.
+ * is read again only after the destination acknowledged the previous batch (an `expand` loop
+ * whose next step is subscribed only when the previous one emitted), while that batch commits;
+ * a push source's handler resolves only after its batch committed, which is what lets it take
+ * more. At most two batches are in memory.
  *
  * Stopping is graceful: {@link stop} lets the batch in flight commit, cuts short any backoff
  * wait, and ends the flow with `stopped`.
@@ -91,8 +92,18 @@ export class PipelineFlow {
   /** The commit of the last batch written, while it runs. */
   private pending: Promise<BatchOutcome> | undefined;
   private health: HealthReporter;
-  private failures = 0;
+  /**
+   * Failures in a row, per lane: the batch being prepared (`fore`) and the commit running behind
+   * it (`back`) fail and retry at the same time, and each keeps its own count, so neither doubles
+   * the other's budget or backoff, and a success of one does not end the other's outage.
+   */
+  private readonly fore: Lane = { failures: 0 };
+  private readonly back: Lane = { failures: 0 };
   private failing = false;
+  /** `onFailing` and `onRecovered`, one after the other: a run is never started and ended at once. */
+  private announcing: Promise<unknown> = Promise.resolve();
+  /** A commit running behind has failed: the batch being prepared must not go on. */
+  private commitFailed: unknown;
   /** How the flow ended; set when the Observable completes. */
   end: FlowEnd = 'stopped';
 
@@ -264,9 +275,11 @@ export class PipelineFlow {
     const previous = this.pending;
     const row = this.row;
     // Chained: this commit starts only after the previous one succeeded, and not at all if it failed.
-    const commit = (previous ?? Promise.resolve(undefined)).then(() => this.commit(results, batch.checkpoint, batch.records.length, row));
-    // Awaited by the next step or by flush(); until then a failure must not count as unhandled.
-    commit.catch(() => undefined);
+    const commit = (previous ?? Promise.resolve(undefined)).then(() => this.commit(results, batch.checkpoint, batch.records.length, row, this.back));
+    // Awaited by the next step or by flush(); until then its failure stops the batch being prepared.
+    commit.catch((error: unknown) => {
+      this.commitFailed = error instanceof Stop || error instanceof FlowError ? error : new Stop('commit failed');
+    });
     this.pending = commit;
     this.position = batch.checkpoint;
     return { done: false, outcome: previous ? await previous : undefined };
@@ -343,7 +356,7 @@ export class PipelineFlow {
             if (restart.signal.aborted) continue;
             if (error instanceof Stop) return;
             // The source itself broke (its connection dropped): count it and start it again from the checkpoint.
-            await this.failure('source', error);
+            await this.failure('source', error, this.fore);
           }
         }
       };
@@ -389,18 +402,21 @@ export class PipelineFlow {
         this.hard.signal,
       ),
     );
-    // The destination took the batch: a failure streak is over, and the batch counts in the run it starts.
-    await this.progressed();
+    // The destination took the batch: the foreground's failure streak is over (and, with no commit
+    // running behind, the outage: the batch then counts in the run that recovery starts).
+    await this.progressed(this.fore);
     return results;
   }
 
-  private async commit(results: ItemResult[], checkpoint: Checkpoint, read: number, row: PipelineRow = this.row): Promise<BatchOutcome> {
+  private async commit(results: ItemResult[], checkpoint: Checkpoint, read: number, row: PipelineRow = this.row, lane: Lane = this.fore): Promise<BatchOutcome> {
     const counts = countResults(read, results);
-    await this.retrying('storage', () =>
-      commitBatch(this.deps.ctx, { pipeline: row, runId: this.spec.runId(), fence: this.spec.fence, results, checkpoint, counts }),
+    await this.retrying(
+      'storage',
+      () => commitBatch(this.deps.ctx, { pipeline: row, runId: this.spec.runId(), fence: this.spec.fence, results, checkpoint, counts }),
+      lane,
     );
     this.checkpoint = checkpoint;
-    await this.progressed();
+    await this.progressed(lane);
     return { counts, checkpoint };
   }
 
@@ -428,9 +444,11 @@ export class PipelineFlow {
    * health, the retry budget) and followed by a capped exponential wait that {@link stop}
    * cuts short. A lost lease ends the flow at once.
    */
-  private async retrying<T>(stage: 'source' | 'destination' | 'storage', fn: () => Promise<T>): Promise<T> {
+  private async retrying<T>(stage: 'source' | 'destination' | 'storage', fn: () => Promise<T>, lane: Lane = this.fore): Promise<T> {
     for (;;) {
       if (this.hard.signal.aborted) throw new Stop('aborted');
+      // The commit behind this batch failed for good: nothing prepared after it may be written or committed.
+      if (lane === this.fore && this.commitFailed !== undefined) throw this.commitFailed;
       try {
         const value = await fn();
         await this.succeeded(stage);
@@ -442,7 +460,7 @@ export class PipelineFlow {
           throw new Stop('lease lost');
         }
         if (this.hard.signal.aborted) throw new Stop('aborted');
-        await this.failure(stage, error);
+        await this.failure(stage, error, lane);
       }
     }
   }
@@ -451,33 +469,39 @@ export class PipelineFlow {
     if (stage !== 'storage' && this.conns) await this.health.succeeded(stage === 'source' ? this.conns.source : this.conns.destination);
   }
 
-  /** The flow moved (a batch committed, or the source answered that it is caught up): a failure streak is over. */
-  private async progressed(): Promise<void> {
-    if (this.failures === 0) return;
-    this.failures = 0;
-    if (this.failing) {
-      this.failing = false;
-      await this.spec.onRecovered?.();
-    }
+  /**
+   * The flow moved (a batch committed, or the source answered that it is caught up): the lane's
+   * failure streak is over, and the outage with it once neither lane is failing.
+   */
+  private async progressed(lane: Lane = this.fore): Promise<void> {
+    lane.failures = 0;
+    if (!this.failing || this.fore.failures > 0 || this.back.failures > 0) return;
+    this.failing = false;
+    await this.announce(() => this.spec.onRecovered?.());
+  }
+
+  private announce(fn: () => Promise<void> | undefined): Promise<unknown> {
+    this.announcing = this.announcing.then(fn, fn);
+    return this.announcing;
   }
 
   /** Counts a failure, reports it, and waits before the next attempt (or throws when the budget is spent). */
-  private async failure(stage: 'source' | 'destination' | 'storage', error: unknown): Promise<void> {
+  private async failure(stage: 'source' | 'destination' | 'storage', error: unknown, lane: Lane): Promise<void> {
     const flow = error instanceof FlowError ? error : stage === 'storage' ? storageFlowError(error) : toFlowError(stage, error, this.conns?.scrub ?? ((t) => t));
-    this.failures++;
+    const failures = ++lane.failures;
     const side = flow.stage === 'source' ? this.conns?.source : flow.stage === 'destination' ? this.conns?.destination : undefined;
-    this.deps.ctx.logger.warn({ pipeline_id: this.spec.pipelineId, stage: flow.stage, code: flow.code, attempt: this.failures, err: flow.message }, 'pipeline batch failed; holding the flow');
-    if (side) await this.health.failed(side, this.failures, { code: flow.code, message: flow.message }).catch(() => undefined);
+    this.deps.ctx.logger.warn({ pipeline_id: this.spec.pipelineId, stage: flow.stage, code: flow.code, attempt: failures, err: flow.message }, 'pipeline batch failed; holding the flow');
+    if (side) await this.health.failed(side, failures, { code: flow.code, message: flow.message }).catch(() => undefined);
     const budget = this.spec.mode === 'until_caught_up' ? this.deps.options.runRetryAttempts : this.deps.options.streamFailAfterAttempts;
-    if (!flow.retryable || this.failures >= budget) {
+    if (!flow.retryable || failures >= budget) {
       if (this.spec.mode === 'until_caught_up') throw flow;
       if (!this.failing) {
         this.failing = true;
-        await this.spec.onFailing?.(flow).catch(() => undefined);
+        await this.announce(() => this.spec.onFailing?.(flow)).catch(() => undefined);
       }
     }
     try {
-      await sleep(this.deps.ctx.clock, backoffDelay(this.deps.options.retry, this.failures), AbortSignal.any([this.stopper.signal, this.wake.signal]));
+      await sleep(this.deps.ctx.clock, backoffDelay(this.deps.options.retry, failures), AbortSignal.any([this.stopper.signal, this.wake.signal]));
     } catch {
       if (this.stopper.signal.aborted) throw new Stop('stopped');
     }
@@ -491,6 +515,11 @@ export class PipelineFlow {
       throw new Stop('inactive');
     }
   }
+}
+
+/** One line of work's failures in a row. */
+interface Lane {
+  failures: number;
 }
 
 function storageFlowError(error: unknown): FlowError {
