@@ -27,20 +27,57 @@ interface Outage {
 }
 
 /**
+ * The faults both sides of the memory connector take: an outage for some clock time (every call
+ * fails with a retryable `connection_refused`) and slowness (every call takes some clock time).
+ */
+abstract class FaultInjection {
+  private outage: Outage | undefined;
+  private slowMs = 0;
+
+  constructor(protected readonly clock: Clock) {}
+
+  /** Fails every call with a retryable error for `ms` of clock time. */
+  down(ms: number): this {
+    this.outage = { until: this.clock.now() + ms };
+    return this;
+  }
+
+  /** Ends an outage now. */
+  up(): this {
+    this.outage = undefined;
+    return this;
+  }
+
+  /** True during an injected outage. */
+  isDown(): boolean {
+    return this.outage !== undefined && this.clock.now() < this.outage.until;
+  }
+
+  /** Makes every call take `ms` of clock time. */
+  slow(ms: number): this {
+    this.slowMs = ms;
+    return this;
+  }
+
+  /** What every call goes through first: the slowness, then the outage. */
+  protected async faults(signal: AbortSignal, what: string): Promise<void> {
+    if (this.slowMs > 0) await sleep(this.clock, this.slowMs, signal);
+    if (this.isDown()) throw new ConnectorError('connection_refused', `The memory ${what} is down (fault injected).`, { retryable: true });
+    this.outage = undefined;
+  }
+}
+
+/**
  * A source stream kept in memory: records appended by the test (or generated on the fly for a
  * benchmark backlog of millions without holding them), read in order. Its checkpoint is the
  * index of the next record.
  */
-export class MemoryStream {
+export class MemoryStream extends FaultInjection {
   private readonly records: MemoryRecordInput[] = [];
   private generated: { count: number; make: (index: number) => MemoryRecordInput } | undefined;
-  private outage: Outage | undefined;
-  private slowMs = 0;
   private readonly waiters = new Set<() => void>();
   /** How many times the stream was read (pull) or a batch was handed out (push). */
   reads = 0;
-
-  constructor(private readonly clock: Clock) {}
 
   /**
    * Appends records; wakes a push consumer that waits for more. A record without `occurredAt`
@@ -77,29 +114,6 @@ export class MemoryStream {
     return (this.generated?.count ?? 0) + this.records.length;
   }
 
-  /** Fails every read with a retryable error for `ms` of clock time. */
-  down(ms: number): this {
-    this.outage = { until: this.clock.now() + ms };
-    return this;
-  }
-
-  /** Ends an outage now. */
-  up(): this {
-    this.outage = undefined;
-    return this;
-  }
-
-  /** True during an injected outage. */
-  isDown(): boolean {
-    return this.outage !== undefined && this.clock.now() < this.outage.until;
-  }
-
-  /** Makes every read take `ms` of clock time. */
-  slow(ms: number): this {
-    this.slowMs = ms;
-    return this;
-  }
-
   /** The record at `index`. */
   at(index: number): MemoryRecordInput {
     const generated = this.generated?.count ?? 0;
@@ -109,8 +123,7 @@ export class MemoryStream {
   /** @internal */
   async read(from: number, max: number, signal: AbortSignal): Promise<SourceBatch> {
     this.reads++;
-    await this.delay(signal);
-    this.assertUp();
+    await this.faults(signal, 'stream');
     const end = Math.min(this.length, from + max);
     const records: SourceRecord[] = [];
     for (let i = from; i < end; i++) {
@@ -132,17 +145,6 @@ export class MemoryStream {
       signal.addEventListener('abort', done, { once: true });
     });
   }
-
-  private async delay(signal: AbortSignal): Promise<void> {
-    if (this.slowMs > 0) await sleep(this.clock, this.slowMs, signal);
-  }
-
-  private assertUp(): void {
-    if (this.outage && this.clock.now() < this.outage.until) {
-      throw new ConnectorError('connection_refused', 'The memory stream is down (fault injected).', { retryable: true });
-    }
-    this.outage = undefined;
-  }
 }
 
 /** A rule that refuses some records. */
@@ -158,7 +160,7 @@ interface Rejection {
  * A destination kept in memory: what it received, keyed by event id (so a re-delivery is
  * counted as a duplicate, not stored twice), with faults to inject.
  */
-export class MemorySink {
+export class MemorySink extends FaultInjection {
   /** Events received, by id (unless created with `keep: false`). */
   readonly events = new Map<string, DestinationEvent>();
   /** Every event id in the order it was accepted, duplicates included (unless `keep: false`). */
@@ -171,36 +173,13 @@ export class MemorySink {
   writes = 0;
   /** Events refused by a rejection rule. */
   rejected = 0;
-  private outage: Outage | undefined;
-  private slowMs = 0;
   private readonly rejections: Rejection[] = [];
 
   constructor(
-    private readonly clock: Clock,
+    clock: Clock,
     private readonly keep: boolean,
-  ) {}
-
-  /** Fails every write with a retryable error (the whole batch) for `ms` of clock time. */
-  down(ms: number): this {
-    this.outage = { until: this.clock.now() + ms };
-    return this;
-  }
-
-  /** Ends an outage now. */
-  up(): this {
-    this.outage = undefined;
-    return this;
-  }
-
-  /** True during an injected outage. */
-  isDown(): boolean {
-    return this.outage !== undefined && this.clock.now() < this.outage.until;
-  }
-
-  /** Makes every write take `ms` of clock time. */
-  slow(ms: number): this {
-    this.slowMs = ms;
-    return this;
+  ) {
+    super(clock);
   }
 
   /**
@@ -227,11 +206,7 @@ export class MemorySink {
   /** @internal */
   async write(events: readonly DestinationEvent[], signal: AbortSignal): Promise<WriteResult[]> {
     this.writes++;
-    if (this.slowMs > 0) await sleep(this.clock, this.slowMs, signal);
-    if (this.outage && this.clock.now() < this.outage.until) {
-      throw new ConnectorError('connection_refused', 'The memory sink is down (fault injected).', { retryable: true });
-    }
-    this.outage = undefined;
+    await this.faults(signal, 'sink');
     const results: WriteResult[] = new Array(events.length);
     for (let i = 0; i < events.length; i++) {
       const event = events[i]!;

@@ -3,6 +3,7 @@ import type { DeadLetterRow } from '../storage/repositories/events-repo.js';
 import type { JsonObject } from '../plugin/types.js';
 import { backoffDelay } from './backoff.js';
 import { commitReplay } from './batch-commit.js';
+import { CoalescedPump } from './coalesced-pump.js';
 import { processItems, type WorkItem } from './event-processor.js';
 import { FlowError } from './flow-error.js';
 import { compileSteps, openConnections } from './pipeline-connections.js';
@@ -20,47 +21,39 @@ import type { FlowDeps } from './pipeline-flow.js';
  * A destination that is down holds them, with backoff, like any batch.
  */
 export class ReplayWorker {
-  private pumping: Promise<void> | undefined;
-  private again = false;
   private readonly stopper = new AbortController();
+  private readonly pumper = new CoalescedPump(() => this.round(), () => !this.stopper.signal.aborted);
   private failures = 0;
 
   constructor(private readonly deps: FlowDeps) {}
 
   /** Replays what is requested, until nothing claimable is left. Concurrent calls coalesce. */
   pump(): Promise<void> {
-    if (this.stopper.signal.aborted) return Promise.resolve();
-    if (this.pumping) {
-      this.again = true;
-      return this.pumping;
+    return this.pumper.pump();
+  }
+
+  /** One round: replays until nothing is due; after a failure, waits (backoff) and asks for another round. */
+  private async round(): Promise<boolean> {
+    try {
+      while (!this.stopper.signal.aborted && (await this.replayOne()));
+      return false;
+    } catch (error) {
+      if (this.stopper.signal.aborted) return false;
+      this.failures++;
+      this.deps.ctx.logger.warn({ err: (error as Error)?.message, attempt: this.failures }, 'replay failed; holding the replays');
+      try {
+        await sleep(this.deps.ctx.clock, backoffDelay(this.deps.options.retry, this.failures), this.stopper.signal);
+      } catch {
+        return false;
+      }
+      return true;
     }
-    this.pumping = (async () => {
-      do {
-        this.again = false;
-        try {
-          while (!this.stopper.signal.aborted && (await this.replayOne()));
-        } catch (error) {
-          if (this.stopper.signal.aborted) return;
-          this.failures++;
-          this.deps.ctx.logger.warn({ err: (error as Error)?.message, attempt: this.failures }, 'replay failed; holding the replays');
-          try {
-            await sleep(this.deps.ctx.clock, backoffDelay(this.deps.options.retry, this.failures), this.stopper.signal);
-          } catch {
-            return;
-          }
-          this.again = true;
-        }
-      } while (this.again && !this.stopper.signal.aborted);
-    })().finally(() => {
-      this.pumping = undefined;
-    });
-    return this.pumping;
   }
 
   /** Stops after the replay in flight; unfinished requests stay queued. */
   async stop(): Promise<void> {
     this.stopper.abort();
-    await this.pumping;
+    await this.pumper.current;
   }
 
   /** Claims one pipeline's worth of requests and replays them; false when none is due. */

@@ -1,6 +1,7 @@
 import { lastValueFrom } from 'rxjs';
 import { nowIso, transact } from '../engine-context.js';
 import type { RunRow } from '../storage/repositories/runs-repo.js';
+import { CoalescedPump } from './coalesced-pump.js';
 import { FlowError } from './flow-error.js';
 import { LeaseKeeper, pipelineLeaseName } from './lease-keeper.js';
 import { PipelineFlow, type FlowDeps } from './pipeline-flow.js';
@@ -25,9 +26,8 @@ interface Executing {
  */
 export class RunExecutor {
   private readonly executing = new Map<string, Executing>();
-  private pumping: Promise<void> | undefined;
-  private again = false;
   private stopped = false;
+  private readonly pumper = new CoalescedPump(() => this.claimWhileRoom(), () => !this.stopped);
 
   constructor(
     private readonly deps: FlowDeps,
@@ -46,30 +46,21 @@ export class RunExecutor {
 
   /** Claims and starts queued runs while there is room. Concurrent calls coalesce. */
   pump(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    if (this.pumping) {
-      this.again = true;
-      return this.pumping;
+    return this.pumper.pump();
+  }
+
+  private async claimWhileRoom(): Promise<void> {
+    try {
+      while (!this.stopped && this.executing.size < this.deps.options.runConcurrency && (await this.claimOne()));
+    } catch (error) {
+      this.deps.ctx.logger.warn({ err: (error as Error)?.message }, 'claiming queued runs failed; trying again at the next poll');
     }
-    this.pumping = (async () => {
-      do {
-        this.again = false;
-        try {
-          while (!this.stopped && this.executing.size < this.deps.options.runConcurrency && (await this.claimOne()));
-        } catch (error) {
-          this.deps.ctx.logger.warn({ err: (error as Error)?.message }, 'claiming queued runs failed; trying again at the next poll');
-        }
-      } while (this.again && !this.stopped);
-    })().finally(() => {
-      this.pumping = undefined;
-    });
-    return this.pumping;
   }
 
   /** Stops every run after its batch in flight; they go back to the queue. */
   async stop(): Promise<void> {
     this.stopped = true;
-    await this.pumping;
+    await this.pumper.current;
     for (const e of this.executing.values()) e.flow?.stop();
     await Promise.all([...this.executing.values()].map((e) => e.done));
   }
