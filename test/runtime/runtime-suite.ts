@@ -323,6 +323,37 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       expect(h.hub.sink('out').duplicates).toBe(0);
     });
 
+    it('a tick that finds a run still queued adds none; a run queued for a paused pipeline is cancelled', async () => {
+      // No run executes here: the queued one waits through the next ticks.
+      const h = await setup({ runConcurrency: 0 });
+      const p = await pipeline(h, { schedule: '*/10 * * * *' });
+      for (const tick of ['00:10', '00:20', '00:30']) {
+        await h.clock.advanceTo(Date.parse(`2026-01-01T${tick}:00.500Z`));
+        await eventually(h.clock, async () => (await h.engine.pipelines.get(WS, p.id)).state === 'active');
+      }
+      await eventually(h.clock, async () => (await h.engine.pipelines.listRuns(WS, p.id)).data.length === 1);
+      await h.clock.advance(1_000);
+      const runs = (await h.engine.pipelines.listRuns(WS, p.id)).data;
+      expect(runs.map((r) => [r.status, r.scheduled_for])).toEqual([['queued', '2026-01-01T00:10:00.000Z']]);
+      // Paused before any engine took it up: the engine that claims it cancels it.
+      await h.engine.pipelines.pause(WS, p.id);
+      const worker = await h.another({ runtime: { runConcurrency: 1 } });
+      await eventually(h.clock, async () => (await worker.engine.pipelines.listRuns(WS, p.id)).data[0]!.status !== 'queued');
+      expect((await worker.engine.pipelines.listRuns(WS, p.id)).data[0]).toMatchObject({ status: 'failed', error: 'cancelled', events_read: 0 });
+    });
+
+    it('a connector whose config changes is opened again before the next batch', async () => {
+      const h = await setup();
+      push(h, 10);
+      const p = await pipeline(h);
+      await eventually(h.clock, async () => (await allEvents(h, p.id)).length === 10);
+      await h.engine.connectors.update(WS, p.destination_connector_id, { config: { name: 'elsewhere' } });
+      push(h, 5, 10);
+      await eventually(h.clock, () => h.hub.sink('elsewhere').events.size === 5, 1000);
+      expect(h.hub.sink('out').events.size).toBe(10);
+      expect(h.hub.sink('elsewhere').payloads().map((x) => x.n)).toEqual([10, 11, 12, 13, 14]);
+    });
+
     it('two engines on one database record each tick once', async () => {
       const h = await setup();
       const other = await h.another();

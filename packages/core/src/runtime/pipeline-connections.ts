@@ -3,6 +3,7 @@ import { isFerryError } from '../errors.js';
 import { scrub } from '../plugin/config-secrets.js';
 import type { ConnectorHealth, Destination, Source } from '../plugin/types.js';
 import type { ConnectorsService, OpenedConnector } from '../services/connectors-service.js';
+import type { ConnectorRow } from '../storage/repositories/connectors-repo.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
 import { FlowError, toFlowError } from './flow-error.js';
 import { TransformChain, UnknownStepError } from './transform-chain.js';
@@ -16,7 +17,7 @@ export interface PipelineConnections {
   writer: Destination;
   /** Replaces every secret of both connectors in a message. */
   scrub: (text: string) => string;
-  /** Changes when either connector's row changes (config, rotation): time to open them again. */
+  /** Changes when either connector's settings change (config, rotation): time to open them again. */
   version: string;
   close(): Promise<void>;
 }
@@ -78,7 +79,7 @@ export async function openConnections(
       reader: opened.reader,
       writer: opened.writer,
       scrub: clean,
-      version: `${source.row.updated_at}|${destination.row.updated_at}`,
+      version: connectorsVersion(source.row, destination.row),
       close: closeAll,
     };
   } catch (error) {
@@ -133,4 +134,12 @@ export function compileSteps(ctx: EngineContext, pipeline: PipelineRow): Transfo
     if (error instanceof UnknownStepError) throw new FlowError('internal', error.code, error.message, false);
     throw error;
   }
+}
+
+/**
+ * What identifies the connectors' settings: their stored config and sealed secrets, not just
+ * `updated_at`, which two changes within one millisecond (or one instant of a virtual clock) share.
+ */
+export function connectorsVersion(source: ConnectorRow | null, destination: ConnectorRow | null): string {
+  return JSON.stringify([source?.config, source?.secrets, source?.updated_at, destination?.config, destination?.secrets, destination?.updated_at]);
 }

@@ -10,7 +10,7 @@ import { commitBatch, countResults, type BatchCounts, type Fence } from './batch
 import { deriveEventId } from './event-id.js';
 import { processItems, type ItemResult, type WorkItem } from './event-processor.js';
 import { FlowError, toFlowError } from './flow-error.js';
-import { compileSteps, HealthReporter, openConnections, type PipelineConnections } from './pipeline-connections.js';
+import { compileSteps, connectorsVersion, HealthReporter, openConnections, type PipelineConnections } from './pipeline-connections.js';
 import type { TransformChain } from './transform-chain.js';
 import type { RuntimeOptions } from './runtime-options.js';
 
@@ -202,7 +202,7 @@ export class PipelineFlow {
     const conns = await this.retrying('source', async () => {
       const source = await this.deps.ctx.storage.repos.connectors.get(row.workspace_id, row.source_connector_id);
       const destination = await this.deps.ctx.storage.repos.connectors.get(row.workspace_id, row.destination_connector_id);
-      if (this.conns && this.conns.version === `${source?.updated_at}|${destination?.updated_at}`) return this.conns;
+      if (this.conns && this.conns.version === connectorsVersion(source, destination)) return this.conns;
       if (!reopen && this.conns) {
         this.reopenNeeded = true;
         return this.conns;
