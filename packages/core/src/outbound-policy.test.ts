@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isFerryError } from './errors.js';
-import { assertUrlAllowed, isBlockedAddress, isHostAllowed } from './outbound-policy.js';
+import { assertUrlAllowed, isBlockedAddress, isHostAllowed, isLocalhostName, policyHost, urlRefusal } from './outbound-policy.js';
 
 function refusal(raw: string, allow: readonly string[] = []): string {
   let caught: unknown;
@@ -233,5 +233,76 @@ describe('IPv6 forms that embed an IPv4 address', () => {
   });
   it('still allows a public IPv6 address', () => {
     expect(assertUrlAllowed('https://[2606:4700:4700::1111]/', []).hostname).toBe('[2606:4700:4700::1111]');
+  });
+});
+
+describe('assertUrlAllowed: the spellings the outbound client refuses are refused at create time too', () => {
+  // The WHATWG parser normalizes most of these to a blocked literal; the rest are blocked IPv6
+  // forms, trailing dots or localhost names. OutboundClient applies the same urlRefusal per request.
+  it.each([
+    '0x7f000001',
+    '0X7F000001',
+    '017700000001',
+    '0x7f.0x0.0x0.0x1',
+    '127.000.000.001',
+    '127.0.0.1..',
+    '0x7f000001.',
+    '%31%32%37.0.0.1',
+    '127\u30020\u30020\u30021',
+    '\uff11\uff12\uff17.0.0.1',
+    '[::FFFF:7F00:1]',
+    '[::127.0.0.1]',
+    '[::ffff:0:127.0.0.1]',
+    '[64:ff9b::127.0.0.1]',
+    '0',
+    '0x0',
+    '4294967295',
+    '0xa9.0xfe.0xa9.0xfe',
+    '[fd00:ec2::254]',
+    '[fec0::1]',
+    '[2001:2::1]',
+    '[3fff::1]',
+    '[100::1]',
+    '[4000::1]',
+    '[2002:a00:1::]',
+    'localhost..',
+    'LOCALHOST.',
+    'a.b.localhost',
+  ])('refuses https://%s/', (host) => {
+    expect(refusal(`https://${host}/`)).toMatch(/private, loopback or reserved/);
+  });
+
+  it('lets the same spellings through when their normalized host is allowed', () => {
+    expect(assertUrlAllowed('http://0x7f000001:8080/', ['127.0.0.1']).hostname).toBe('127.0.0.1');
+    expect(assertUrlAllowed('http://127.0.0.1..:8080/', ['127.0.0.1']).hostname).toBe('127.0.0.1..');
+    expect(assertUrlAllowed('https://[::FFFF:7F00:1]/', ['::ffff:7f00:1']).hostname).toBe('[::ffff:7f00:1]');
+  });
+});
+
+describe('urlRefusal and the helpers the outbound client shares', () => {
+  it('gives the reason without the URL, or null', () => {
+    expect(urlRefusal(new URL('https://hooks.example.com/'), [])).toBeNull();
+    expect(urlRefusal(new URL('http://hooks.example.com/'), [])).toBe('it must use https');
+    expect(urlRefusal(new URL('https://u:p@hooks.example.com/'), [])).toBe('it must not contain credentials');
+    expect(urlRefusal(new URL('https://10.0.0.1/'), [])).toBe('it points to a private, loopback or reserved address');
+    expect(urlRefusal(new URL('http://10.0.0.1/'), ['10.0.0.0/8'])).toBeNull();
+  });
+
+  it('normalizes hosts for comparison: brackets, case and trailing dots', () => {
+    expect(policyHost('[::1]')).toBe('::1');
+    expect(policyHost('Example.COM..')).toBe('example.com');
+    expect(isLocalhostName('LOCALHOST.')).toBe(true);
+    expect(isLocalhostName('x.localhost')).toBe(true);
+    expect(isLocalhostName('localhost.example.com')).toBe(false);
+    expect(isHostAllowed('example.com.', ['example.com'])).toBe(true);
+  });
+
+  it('blocks IPv6 outside global unicast and zoned addresses, not IPv4-mapped public ones', () => {
+    for (const address of ['4000::1', '::2', 'fe80::1%eth0', '2001:2::1', '3fff::1', '5f00::1', '2001:0:4136:e378:8000:63bf:3fff:fdd2']) {
+      expect(isBlockedAddress(address), address).toBe(true);
+    }
+    for (const address of ['2606:4700:4700::1111', '2a00:1450:4001::200e', '::ffff:1.1.1.1']) {
+      expect(isBlockedAddress(address), address).toBe(false);
+    }
   });
 });

@@ -2,9 +2,12 @@ import { BlockList, isIP } from 'node:net';
 import { FerryError } from './errors.js';
 
 /**
- * Address ranges no outbound request may reach unless explicitly allowed: loopback, private,
- * link-local (cloud metadata lives there), CGNAT, "this network", benchmarking, documentation,
- * multicast and reserved ranges, and their IPv6 counterparts (IPv4-mapped forms included).
+ * Address ranges no outbound request may reach unless explicitly allowed: loopback, private
+ * (RFC 1918), link-local (cloud metadata, 169.254.169.254, lives there), CGNAT, "this network",
+ * benchmarking, documentation, multicast, reserved and broadcast, and their IPv6 counterparts
+ * (unique local, where fd00:ec2::254 lives, link-local, site-local, multicast, documentation,
+ * benchmarking) plus every IPv6 form that embeds an IPv4 address. {@link isBlockedAddress} also
+ * refuses IPv6 outside global unicast space, which this list does not spell out.
  */
 export const BLOCKED_RANGES: BlockList = (() => {
   const list = new BlockList();
@@ -18,25 +21,69 @@ export const BLOCKED_RANGES: BlockList = (() => {
     list.addSubnet(`::ffff:${net}`, 96 + prefix, 'ipv6');
   }
   const v6: Array<[string, number]> = [
-    // 6to4, Teredo, NAT64 (well-known and local-use) and IPv4-translated addresses all embed an
-    // IPv4 address that could be a private one.
-    ['2002::', 16], ['2001::', 32], ['64:ff9b:1::', 48], ['::ffff:0:0:0', 96],
-    ['::', 96], ['::1', 128], ['64:ff9b::', 96], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+    // 6to4, Teredo, NAT64 (well-known and local-use), IPv4-compatible and IPv4-translated
+    // addresses all embed an IPv4 address that could be a private one: refused whole rather
+    // than decoded, since no webhook receiver needs them.
+    ['2002::', 16], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['::ffff:0:0:0', 96], ['::', 96],
+    // 2001::/23 is IETF protocol assignments: Teredo (2001::/32), benchmarking (2001:2::/48), ORCHID.
+    ['2001::', 23],
+    ['::1', 128], ['100::', 64], ['2001:db8::', 32], ['3fff::', 20], ['5f00::', 16],
+    ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
   ];
   for (const [net, prefix] of v6) list.addSubnet(net, prefix, 'ipv6');
   return list;
 })();
 
-/** True when `address` (an IP literal) is in a blocked range. */
+/**
+ * IPv6 outside 2000::/3 (global unicast) is special purpose or unassigned; only the IPv4-mapped
+ * block is let through there, and only for the public IPv4 addresses {@link BLOCKED_RANGES}
+ * leaves alone (it carries a mapped copy of every IPv4 range).
+ */
+const GLOBAL_UNICAST_V6 = (() => {
+  const list = new BlockList();
+  list.addSubnet('2000::', 3, 'ipv6');
+  return list;
+})();
+const IPV4_MAPPED = (() => {
+  const list = new BlockList();
+  list.addSubnet('::ffff:0:0', 96, 'ipv6');
+  return list;
+})();
+
+/**
+ * True when `address` (an IP literal, no brackets) is in a blocked range, or is an IPv6 address
+ * outside global unicast space that is not an IPv4-mapped public address. An IPv6 address with
+ * a zone (`fe80::1%eth0`) is always blocked: only link-local addresses carry one.
+ */
 export function isBlockedAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 0) return false;
-  return BLOCKED_RANGES.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  if (family === 4) return BLOCKED_RANGES.check(address, 'ipv4');
+  if (address.includes('%')) return true;
+  if (BLOCKED_RANGES.check(address, 'ipv6')) return true;
+  return !GLOBAL_UNICAST_V6.check(address, 'ipv6') && !IPV4_MAPPED.check(address, 'ipv6');
 }
 
-/** True when `host` matches an allow-list entry: `*`, an exact host name, or a CIDR holding the IP. */
+/**
+ * The host of a URL as the policy compares it: without IPv6 brackets and without trailing dots
+ * (`localhost.` and `127.0.0.1..` name the same hosts as without them, and must not slip past).
+ */
+export function policyHost(hostname: string): string {
+  return hostname.replace(/^\[|\]$/g, '').replace(/\.+$/, '').toLowerCase();
+}
+
+/** True for `localhost` and its subdomains, which resolvers answer with loopback (RFC 6761). */
+export function isLocalhostName(host: string): boolean {
+  const bare = policyHost(host);
+  return bare === 'localhost' || bare.endsWith('.localhost');
+}
+
+/**
+ * True when `host` matches an allow-list entry (`FERRY_OUTBOUND_ALLOW` syntax): `*`, an exact
+ * host name or IP, or a CIDR holding the IP. Brackets, case and trailing dots aside.
+ */
 export function isHostAllowed(host: string, allow: readonly string[]): boolean {
-  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  const bare = policyHost(host);
   for (const entry of allow) {
     const e = entry.trim().toLowerCase();
     if (e === '*' || e === bare) return true;
@@ -57,10 +104,25 @@ export function isHostAllowed(host: string, allow: readonly string[]): boolean {
 }
 
 /**
- * Checks a URL before it is stored or called: https only (http for allowed hosts), no user
- * info, and no literal address in a blocked range unless allowed. A host name passes here; the
- * outbound HTTP client must check the address it resolves to at connect time (against DNS
- * rebinding) with {@link isBlockedAddress}. Throws 422 `url_not_allowed`.
+ * Why the outbound policy refuses an already parsed URL, or null when it passes: not http(s);
+ * http to a host that is not allowed; user info; or, unless the host is allowed, a literal
+ * address in a blocked range (every spelling the WHATWG parser turns into one: `2130706433`,
+ * `0x7f.1`, `[::ffff:127.0.0.1]`...) or a `localhost` name. A host name passes: its resolved
+ * addresses are checked when connecting (see `OutboundClient`). The reason never repeats the URL.
+ */
+export function urlRefusal(url: URL, allow: readonly string[]): string | null {
+  const host = policyHost(url.hostname);
+  const allowed = isHostAllowed(host, allow);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowed)) return 'it must use https';
+  if (url.username || url.password) return 'it must not contain credentials';
+  if (!allowed && (isBlockedAddress(host) || isLocalhostName(host))) return 'it points to a private, loopback or reserved address';
+  return null;
+}
+
+/**
+ * Checks a URL before it is stored or called, with the same rules as {@link urlRefusal} (which
+ * the outbound client applies to every request), and returns it parsed. Throws 422
+ * `url_not_allowed` with a field error on `/url`.
  */
 export function assertUrlAllowed(raw: string, allow: readonly string[]): URL {
   const fail = (why: string) => new FerryError('url_not_allowed', `The URL is not allowed: ${why}.`, {
@@ -72,13 +134,7 @@ export function assertUrlAllowed(raw: string, allow: readonly string[]): URL {
   } catch {
     throw fail('it is not a valid absolute URL');
   }
-  // A trailing dot (`localhost.`) names the same host; drop it so it cannot slip past the checks.
-  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
-  const allowed = isHostAllowed(host, allow);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowed)) throw fail('it must use https');
-  if (url.username || url.password) throw fail('it must not contain credentials');
-  if (!allowed && (isBlockedAddress(host) || host === 'localhost' || host.endsWith('.localhost'))) {
-    throw fail('it points to a private, loopback or reserved address');
-  }
+  const why = urlRefusal(url, allow);
+  if (why) throw fail(why);
   return url;
 }

@@ -1,12 +1,13 @@
-import { ConnectorError, generateWebhookSecret, silentLogger, systemClock, type ConnectorContext } from '@ferry/core';
+import { ConnectorError, generateWebhookSecret, silentLogger, systemClock, type Clock, type ConnectorContext } from '@ferry/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhook, type WebhookConfig } from './index.js';
+import { TestClock } from './test-clock.js';
 import { startReceiver, type TestReceiver } from './test-receiver.js';
 
 const plugin = webhook({ allowHttp: ['127.0.0.1'] });
 
-function ctx(config: WebhookConfig): ConnectorContext<WebhookConfig> {
-  return { config, connectorId: 'con_1', workspaceId: 'default', logger: silentLogger, clock: systemClock, signal: new AbortController().signal };
+function ctx(config: WebhookConfig, clock: Clock = systemClock): ConnectorContext<WebhookConfig> {
+  return { config, connectorId: 'con_1', workspaceId: 'default', logger: silentLogger, clock, signal: new AbortController().signal };
 }
 
 let receiver: TestReceiver;
@@ -41,10 +42,18 @@ describe('webhook check', () => {
     expect(result.error?.message).not.toContain('s3cret');
   });
 
-  it('is down with `timeout` when the receiver never answers', async () => {
+  it('is down with `timeout` when the receiver never answers within timeout_ms of the context clock', async () => {
     receiver.reply(() => 'hang');
-    const result = await plugin.check!(ctx({ url: receiver.url, timeout_ms: 1000 }));
-    expect([result.health, result.error?.code]).toEqual(['down', 'timeout']);
+    const clock = new TestClock();
+    const before = receiver.requests.length;
+    const checking = plugin.check!(ctx({ url: receiver.url, timeout_ms: 1000 }, clock));
+    await new Promise<void>((resolve) => {
+      const poll = () => (receiver.requests.length > before ? resolve() : setImmediate(poll));
+      poll();
+    });
+    await clock.advance(1000);
+    const result = await checking;
+    expect([result.health, result.error?.code, result.latencyMs]).toEqual(['down', 'timeout', 1000]);
     receiver.reply(() => ({ status: 200 }));
   });
 

@@ -4,17 +4,16 @@ import {
   generateWebhookSecret,
   silentLogger,
   webhookSecretBytes,
-  type Clock,
   type DestinationEvent,
   type PipelineConnectorContext,
 } from '@ferry/core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { webhook, type WebhookConfig } from './index.js';
-import { outboundClient } from './outbound.js';
+import { TestClock } from './test-clock.js';
 import { startReceiver, type ReceivedRequest, type TestReceiver } from './test-receiver.js';
 
 const NOW_MS = 1_760_000_000_123;
-const clock: Clock = { now: () => NOW_MS, setTimeout: () => ({ cancel: () => undefined }) };
+const clock = new TestClock(NOW_MS);
 const secret = generateWebhookSecret();
 const plugin = webhook({ allowHttp: ['127.0.0.1'] });
 
@@ -38,8 +37,16 @@ function verify(request: ReceivedRequest, signingSecret: string): boolean {
   });
 }
 
-async function open(config: Partial<WebhookConfig>) {
-  return plugin.destination!(ctx({ signing_secret: secret, url: receiver.url, ...config }));
+async function open(config: Partial<WebhookConfig>, p = plugin) {
+  return p.destination!(ctx({ signing_secret: secret, url: receiver.url, ...config }));
+}
+
+/** Resolves once the receiver has got `count` requests, without real waiting. */
+function receivedAtLeast(count: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const poll = () => (receiver.requests.length >= count ? resolve() : setImmediate(poll));
+    poll();
+  });
 }
 
 let receiver: TestReceiver;
@@ -140,10 +147,13 @@ describe('webhook destination', () => {
     expect(await destination.write(events(1), new AbortController().signal)).toEqual([{ ok: true }]);
   });
 
-  it('throws a retryable timeout when the receiver never answers', async () => {
+  it('throws a retryable timeout when the receiver never answers, on the context clock', async () => {
     receiver.reply(() => 'hang');
     const destination = await open({ timeout_ms: 1000 });
-    const error = await destination.write(events(1), new AbortController().signal).then(() => null, (e: unknown) => e);
+    const writing = destination.write(events(1), new AbortController().signal).then(() => null, (e: unknown) => e);
+    await receivedAtLeast(1);
+    await clock.advance(1000);
+    const error = await writing;
     expect(error).toBeInstanceOf(ConnectorError);
     expect([(error as ConnectorError).code, (error as ConnectorError).retryable]).toEqual(['timeout', true]);
   });
@@ -164,10 +174,7 @@ describe('webhook destination', () => {
     const destination = await open({ timeout_ms: 60_000 });
     const abort = new AbortController();
     const writing = destination.write(events(1), abort.signal).then(() => null, (e: unknown) => e);
-    await new Promise<void>((resolve) => {
-      const poll = () => (receiver.requests.length > 0 ? resolve() : setImmediate(poll));
-      poll();
-    });
+    await receivedAtLeast(1);
     abort.abort(new Error('engine stopping'));
     expect(((await writing) as Error).message).toBe('engine stopping');
   });
@@ -188,12 +195,28 @@ describe('webhook destination', () => {
   });
 
   it('refuses at connect time a host name that resolves to a loopback address, unless allowed', async () => {
-    // The client skips the URL rules (they run on open), so only the resolved-address check stands
-    // between a name and the loopback receiver here.
+    // The name passes the URL rules when the destination opens; only the client's check of the
+    // resolved address stands between it and the loopback receiver.
+    const port = new URL(receiver.url).port;
+    const lookup = async () => [{ address: '127.0.0.1', family: 4 as const }];
+    const strict = await open({ url: `https://hooks.example.com:${port}/hook`, batch_size: 1 }, webhook({ lookup }));
+    const results = await strict.write(events(2), new AbortController().signal);
+    expect(results.map((r) => (r.ok ? 'ok' : [r.error.code, r.error.retryable]))).toEqual([
+      ['url_not_allowed', false],
+      ['url_not_allowed', false],
+    ]);
+    expect(receiver.requests).toHaveLength(0);
+
+    const allowed = await open({ url: `http://hooks.example.com:${port}/hook` }, webhook({ lookup, allowHttp: ['hooks.example.com'] }));
+    expect(await allowed.write(events(1), new AbortController().signal)).toEqual([{ ok: true }]);
+    expect(receiver.requests).toHaveLength(1);
+  });
+
+  it('keeps plain http to a loopback name refused unless that name is allowed, as the engine does', async () => {
     const byName = receiver.url.replace('127.0.0.1', 'localhost');
-    expect(await outboundClient([]).send({ url: byName, method: 'POST', body: '{}', timeoutMs: 5000 })).toEqual({ kind: 'blocked' });
-    expect(await outboundClient(['127.0.0.1']).send({ url: byName, method: 'POST', body: '{}', timeoutMs: 5000 })).toEqual({ kind: 'response', status: 200 });
-    expect(await outboundClient(['localhost']).send({ url: byName, method: 'HEAD', timeoutMs: 5000 })).toEqual({ kind: 'response', status: 200 });
-    expect(receiver.requests).toHaveLength(2);
+    const codeOf = (p: ReturnType<typeof webhook>) => open({ url: byName }, p).then(() => null, (e: unknown) => (e as ConnectorError).code);
+    expect(await codeOf(plugin)).toBe('url_not_allowed');
+    const local = await open({ url: byName }, webhook({ allowHttp: ['localhost'] }));
+    expect(await local.write(events(1), new AbortController().signal)).toEqual([{ ok: true }]);
   });
 });

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ConnectorError, webhookHeaders, type Clock, type Destination, type DestinationEvent, type WriteResult } from '@ferry/core';
-import type { OutboundClient } from './outbound.js';
+import { ConnectorError, webhookHeaders, type Clock, type Destination, type DestinationEvent, type OutboundClient, type WriteResult } from '@ferry/core';
 
 /** What an open destination needs, resolved and checked when it is opened. */
 export interface DestinationSettings {
@@ -60,14 +59,16 @@ async function sendChunk(chunk: readonly DestinationEvent[], s: DestinationSetti
     'user-agent': s.userAgent,
     ...webhookHeaders({ id, timestamp: Math.floor(s.clock.now() / 1000), body }, [s.secret]),
   };
-  const outcome = await client.send({ url: s.url, method: 'POST', headers, body, timeoutMs: s.timeoutMs, signal });
+  const outcome = await client.send({ url: s.url, method: 'POST', headers, body, timeoutMs: s.timeoutMs, signal, clock: s.clock });
   switch (outcome.kind) {
     case 'timeout':
       throw new ConnectorError('timeout', `The webhook receiver did not answer within ${s.timeoutMs} ms.`, { retryable: true });
     case 'network':
       throw new ConnectorError('unreachable', `The webhook receiver could not be reached (${outcome.code}).`, { retryable: true });
+    // The URL passed the policy when the destination opened, so this is its resolved address
+    // (or a rule the client adds): not retryable, as the address will not become public by waiting.
     case 'blocked':
-      return rejectAll(chunk.length, 'url_not_allowed', 'The webhook URL resolves to a private or reserved address.');
+      return rejectAll(chunk.length, 'url_not_allowed', outcome.reason);
     case 'response': {
       const status = outcome.status;
       if (status >= 200 && status < 300) return chunk.map(() => ({ ok: true as const }));

@@ -7,4 +7,4 @@
  */
 export { webhook, WEBHOOK_PLUGIN_VERSION, type WebhookOptions, type WebhookConnector } from './webhook-connector.js';
 export { webhookConfigSchema, DEFAULT_BATCH_SIZE, DEFAULT_TIMEOUT_MS, type WebhookConfig } from './config.js';
-export { MAX_RESPONSE_BYTES } from './outbound.js';
+export { MAX_RESPONSE_BYTES } from './config.js';

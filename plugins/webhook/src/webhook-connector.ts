@@ -2,9 +2,11 @@ import {
   ConnectorError,
   defineConnector,
   generateWebhookSecret,
+  OutboundClient,
   webhookSecretBytes,
   type ConnectorDefinition,
   type ConnectorDirection,
+  type OutboundLookup,
 } from '@ferry/core';
 import {
   allowList,
@@ -17,7 +19,6 @@ import {
   type WebhookConfig,
 } from './config.js';
 import { webhookDestination } from './destination.js';
-import { outboundClient } from './outbound.js';
 
 /** This plugin's version, also sent in `User-Agent`. */
 export const WEBHOOK_PLUGIN_VERSION = '0.1.0';
@@ -25,17 +26,19 @@ export const WEBHOOK_PLUGIN_VERSION = '0.1.0';
 /** Options of {@link webhook}. */
 export interface WebhookOptions {
   /**
-   * The fetch to send requests with. By default the plugin uses its own undici agent, which
-   * refuses private and reserved addresses at connect time; a custom fetch takes over that check.
-   */
-  fetch?: typeof fetch;
-  /**
-   * Hosts or CIDRs a destination may reach over plain http and despite being private or
-   * loopback (local development, tests), with the same syntax as the engine's `outboundAllow`;
-   * `true` allows every host. Default: https to public addresses only. The plugin needs its own
-   * list because the connector context does not carry the engine's yet.
+   * Hosts, IPs or CIDRs a destination may reach over plain http and despite being private or
+   * loopback (local development, tests), with the syntax of the engine's `outboundAllow`
+   * (`FERRY_OUTBOUND_ALLOW`); `true` allows every host (`*`). Default: https to public addresses
+   * only. The plugin needs its own list because the connector context does not carry the
+   * engine's; the reference server passes its `FERRY_OUTBOUND_ALLOW` here.
    */
   allowHttp?: boolean | readonly string[];
+  /**
+   * DNS resolution of the plugin's requests; default the system resolver. Whatever it answers
+   * still goes through the outbound policy at connect time (tests use it to point names at
+   * loopback).
+   */
+  lookup?: OutboundLookup;
 }
 
 /** The `webhook` connector definition, with the create-time hook the core is about to call. */
@@ -59,7 +62,11 @@ export type WebhookConnector = ConnectorDefinition<typeof webhookConfigSchema> &
  */
 export function webhook(options: WebhookOptions = {}): WebhookConnector {
   const allow = allowList(options.allowHttp);
-  const client = outboundClient(allow, options.fetch);
+  // One client (one connection pool) per plugin instance, shared by its checks and destinations,
+  // made on first use so a plugin that only validates configs holds no pool; each request runs
+  // its timeout on the clock of the engine context that sent it.
+  let pool: OutboundClient | undefined;
+  const client = () => (pool ??= new OutboundClient({ allow, ...(options.lookup ? { lookup: options.lookup } : {}) }));
   const userAgent = `ferry-webhook/${WEBHOOK_PLUGIN_VERSION}`;
 
   const definition = defineConnector({
@@ -78,7 +85,7 @@ export function webhook(options: WebhookOptions = {}): WebhookConnector {
       if (refused) return { health: 'down', latencyMs: 0, error: { code: 'url_not_allowed', message: refused } };
       const timeoutMs = ctx.config.timeout_ms ?? DEFAULT_TIMEOUT_MS;
       const started = ctx.clock.now();
-      const outcome = await client.send({ url, method: 'HEAD', headers: { 'user-agent': userAgent }, timeoutMs, signal: ctx.signal });
+      const outcome = await client().send({ url, method: 'HEAD', headers: { 'user-agent': userAgent }, timeoutMs, signal: ctx.signal, clock: ctx.clock });
       const latencyMs = Math.max(0, ctx.clock.now() - started);
       switch (outcome.kind) {
         // Any answer, even 404 or 405 to a HEAD, proves the receiver is reachable.
@@ -87,7 +94,7 @@ export function webhook(options: WebhookOptions = {}): WebhookConnector {
         case 'timeout':
           return { health: 'down', latencyMs, error: { code: 'timeout', message: `No answer within ${timeoutMs} ms.` } };
         case 'blocked':
-          return { health: 'down', latencyMs, error: { code: 'url_not_allowed', message: 'The URL resolves to a private or reserved address.' } };
+          return { health: 'down', latencyMs, error: { code: 'url_not_allowed', message: outcome.reason } };
         case 'network':
           return { health: 'down', latencyMs, error: { code: 'unreachable', message: `The receiver could not be reached (${outcome.code}).` } };
       }
@@ -110,7 +117,7 @@ export function webhook(options: WebhookOptions = {}): WebhookConnector {
           clock: ctx.clock,
           userAgent,
         },
-        client,
+        client(),
       );
     },
 
