@@ -84,6 +84,21 @@ export interface VerifyWebhookOptions {
   now?: number;
 }
 
+// Unix seconds written the one way a sender writes them: no sign, no leading zero, no spaces.
+// Anything looser would let two header texts name one timestamp while the HMAC covers only one.
+const TIMESTAMP = /^(?:0|[1-9]\d{0,11})$/;
+
+/**
+ * The bytes of one `v1,` signature, or null when its text is not the canonical standard base64 of
+ * them. Buffer's decoder skips stray characters, stops at the first `=`, takes base64url letters
+ * and ignores unused low bits, so without the round trip `sig`, `sig` minus its padding, `sig`
+ * with a newline or junk after it, and `sig` with its last letter bumped would all verify.
+ */
+function signatureBytes(text: string): Buffer | null {
+  const bytes = Buffer.from(text, 'base64');
+  return bytes.length > 0 && bytes.toString('base64') === text ? bytes : null;
+}
+
 /**
  * Verifies a received webhook (Standard Webhooks, contract section 8): the `webhook-id`,
  * `webhook-timestamp` and `webhook-signature` headers (`x-service-signature` is accepted in place
@@ -91,6 +106,13 @@ export interface VerifyWebhookOptions {
  * matching one of `secrets`, compared in constant time. Pass the body exactly as received: a
  * re-serialized JSON body does not verify. Returns the message id and timestamp; throws
  * {@link WebhookVerificationError} otherwise.
+ *
+ * Strict where the format leaves room: the timestamp must be plain decimal digits without a
+ * leading zero, and each signature canonical padded base64, so a signature text that verifies
+ * cannot be altered into another one that does. A receiver misconfiguration (no secret, a secret
+ * that is not a valid `whsec_` secret, a negative or NaN tolerance, a NaN `now`) is a
+ * `configuration_invalid` {@link FerryError}, thrown whatever the request, rather than a
+ * rejection that would look like a forged request.
  *
  * @example
  * ```ts
@@ -106,22 +128,31 @@ export function verifyWebhook(
   secret: string | readonly string[],
   options: VerifyWebhookOptions = {},
 ): { id: string; timestamp: number } {
+  // Configuration first, so a bad secret or option shows on the first request, not only on one
+  // that happens to pass the header checks.
+  const keys = (typeof secret === 'string' ? [secret] : secret).map(keyOf);
+  if (keys.length === 0) throw new FerryError('configuration_invalid', 'At least one webhook verification secret is needed.');
+  const tolerance = options.toleranceSeconds ?? WEBHOOK_TOLERANCE_SECONDS;
+  // NaN would compare false against every distance and so accept any timestamp.
+  if (!(tolerance >= 0)) throw new FerryError('configuration_invalid', 'The webhook timestamp tolerance must be a number of seconds, 0 or more.');
+  const nowMs = options.now ?? systemClock.now();
+  if (!Number.isFinite(nowMs)) throw new FerryError('configuration_invalid', 'The receiver time must be a finite number of milliseconds.');
+
   const id = headerOf(headers, 'webhook-id');
   const timestampText = headerOf(headers, 'webhook-timestamp');
-  const signatures = headerOf(headers, 'webhook-signature') ?? headerOf(headers, 'x-service-signature');
+  const signatures = headerOf(headers, 'webhook-signature') || headerOf(headers, 'x-service-signature');
   if (!id || !timestampText || !signatures) throw new WebhookVerificationError('missing_headers');
-  if (!/^\d{1,12}$/.test(timestampText)) throw new WebhookVerificationError('bad_timestamp');
+  if (!TIMESTAMP.test(timestampText)) throw new WebhookVerificationError('bad_timestamp');
   const timestamp = Number(timestampText);
-  const now = Math.floor((options.now ?? systemClock.now()) / 1000);
-  const tolerance = options.toleranceSeconds ?? WEBHOOK_TOLERANCE_SECONDS;
-  if (Math.abs(now - timestamp) > tolerance) throw new WebhookVerificationError('stale');
+  if (Math.abs(Math.floor(nowMs / 1000) - timestamp) > tolerance) throw new WebhookVerificationError('stale');
   const message: WebhookMessage = { id, timestamp, body: rawBody };
-  const expected = (typeof secret === 'string' ? [secret] : secret).map((s) => Buffer.from(sign(keyOf(s), message), 'base64'));
+  const expected = keys.map((key) => Buffer.from(sign(key, message), 'base64'));
   let matched = false;
   for (const candidate of signatures.split(' ')) {
     const comma = candidate.indexOf(',');
     if (comma < 0 || candidate.slice(0, comma) !== 'v1') continue;
-    const given = Buffer.from(candidate.slice(comma + 1), 'base64');
+    const given = signatureBytes(candidate.slice(comma + 1));
+    if (!given) continue;
     // Every comparison runs (no early exit), each in constant time for its length.
     for (const e of expected) if (given.length === e.length && timingSafeEqual(given, e)) matched = true;
   }
