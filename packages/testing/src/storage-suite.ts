@@ -464,6 +464,19 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       expect((await claim('f', T0 + 50_004)).rows.map((r) => r.id)).toContain('dlv_0002');
     });
 
+    it('bulk writes of more rows than one statement takes: outbox, inbox, deliveries and attempts', async () => {
+      const n = 1200;
+      const range = Array.from({ length: n }, (_, i) => i);
+      await storage.repos.outbox.appendMany(range.map((i) => ({ id: `evt_bulk${i}`, workspace_id: 'ws_a', type: 'event.dead_lettered' as const, data: { i }, occurred_at: at(i) })));
+      expect((await storage.repos.outbox.pending(n + 1)).length).toBe(n);
+      await storage.repos.inbox.insertMany(range.map((i) => ({ id: `evt_ib${i}`, workspace_id: 'ws_a', connector_id: 'con_bulk', message_id: `m${i}`, type: 't', occurred_at: at(i), payload: { i }, received_at: at(i) })));
+      expect((await storage.repos.inbox.readAfter('con_bulk', 0, n + 1)).length).toBe(n);
+      await storage.repos.deliveries.insertMany(range.map((i) => deliveryRow(i, { subscription_id: 'whk_bulk' })));
+      expect(await storage.repos.deliveries.deletePending('whk_bulk')).toBe(n);
+      await storage.repos.deliveries.insertAttempts(range.map((i) => ({ id: `att_${i}`, delivery_id: 'dlv_bulk', workspace_id: 'ws_a', attempted_at: at(i), response_status: 500, duration_ms: 1, response_body: null, error: null })));
+      expect((await storage.repos.deliveries.attempts('dlv_bulk')).length).toBe(n);
+    });
+
     it('inbox: deduplicated by message id, read in arrival order after a position', async () => {
       const row = (i: number, message = `msg_${i}`) => ({ id: `evt_in${i}`, workspace_id: 'ws_a', connector_id: 'con_w', message_id: message, type: 't', occurred_at: at(i), payload: { i }, received_at: at(i) });
       await storage.repos.inbox.insertMany([row(1), row(2), row(3)]);

@@ -4,6 +4,12 @@ import type { Dialect } from './storage-config.js';
 /** A knex instance or an open transaction: repositories work on either. */
 export type Db = Knex | Knex.Transaction;
 
+/**
+ * Rows per multi-row INSERT: knex writes one on SQLite as a compound SELECT, which SQLite caps at
+ * 500 terms, and every statement at 32,766 bound values.
+ */
+export const INSERT_CHUNK = 250;
+
 /** Serializes a JSON column value. */
 export function toJson(value: unknown): string {
   return JSON.stringify(value);

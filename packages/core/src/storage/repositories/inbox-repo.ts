@@ -1,4 +1,4 @@
-import { fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
+import { fromJson, INSERT_CHUNK, toInt, toJson, type Db } from '../sql-helpers.js';
 import { canonicalTimestamp } from './events-repo.js';
 import type { JsonObject } from '../../plugin/types.js';
 
@@ -26,8 +26,10 @@ export class InboxRepo {
 
   /** Stores events; a message id seen before for the connector is ignored (sender retries). */
   async insertMany(rows: readonly InboxRow[]): Promise<void> {
-    if (rows.length === 0) return;
-    await this.db('webhook_inbox').insert(rows.map((r) => ({ ...r, occurred_at: canonicalTimestamp(r.occurred_at), payload: toJson(r.payload) }))).onConflict(['connector_id', 'message_id']).ignore();
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+      const chunk = rows.slice(i, i + INSERT_CHUNK).map((r) => ({ ...r, occurred_at: canonicalTimestamp(r.occurred_at), payload: toJson(r.payload) }));
+      await this.db('webhook_inbox').insert(chunk).onConflict(['connector_id', 'message_id']).ignore();
+    }
   }
 
   /** Ids of the stored events with these message ids (first arrivals win), in no particular order. */
