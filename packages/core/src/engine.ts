@@ -21,12 +21,15 @@ import { IngestService } from './services/ingest-service.js';
 import { PipelinesService } from './services/pipelines-service.js';
 import { WebhooksService } from './services/webhooks-service.js';
 import { WorkspacesService } from './services/workspaces-service.js';
+import { OutboundClient } from './outbound-client.js';
 import { PipelineRuntime } from './runtime/pipeline-runtime.js';
 import { resolveRuntimeOptions, type RuntimeOptionsInput } from './runtime/runtime-options.js';
 import { FerryStorage } from './storage/ferry-storage.js';
 import type { StorageConfig } from './storage/storage-config.js';
 import { translateStorageError } from './storage/storage-errors.js';
 import { builtinTransforms } from './transforms/index.js';
+import { resolveDeliveryOptions, type DeliveryOptionsInput } from './webhooks/delivery-options.js';
+import { WebhookDelivery } from './webhooks/webhook-delivery.js';
 
 /** Options of {@link createEngine}. */
 export interface EngineOptions {
@@ -58,6 +61,12 @@ export interface EngineOptions {
    * engine that serves the API but runs no pipeline (another instance on the same Postgres does).
    */
   runtime?: RuntimeOptionsInput | false;
+  /**
+   * Tuning of webhook delivery (retry schedule, timeout, concurrency, leases), or `false` for an
+   * engine that sends no deliveries (another instance on the same Postgres does). Default: on,
+   * with the schedule of contract section 8.
+   */
+  webhookDelivery?: DeliveryOptionsInput | false;
 }
 
 /** Lifecycle state of an engine. */
@@ -99,6 +108,7 @@ export class Engine {
   private readonly bus: PlatformEventBus;
   private readonly container: DependencyContainer;
   private readonly runtime: PipelineRuntime;
+  private readonly delivery: WebhookDelivery;
 
   /** @internal Use {@link createEngine}. */
   constructor(options: EngineOptions) {
@@ -148,6 +158,9 @@ export class Engine {
     pipelines.setLifecycleHooks(this.runtime);
     connectors.setLifecycleHooks(this.runtime);
     this.container.resolve(EventsService).setReplayListener(() => this.runtime.replayRequested());
+    const outbound = new OutboundClient({ allow: context.settings.outboundAllow, clock: this.clock });
+    this.delivery = new WebhookDelivery(context, outbound, resolveDeliveryOptions(options.webhookDelivery));
+    this.container.resolve(WebhooksService).setDeliveryListener(() => this.delivery.poke());
   }
 
   /**
@@ -210,6 +223,7 @@ export class Engine {
     this.lifecycle = 'running';
     await this.container.resolve(ConnectorsService).recoverRotations();
     await this.runtime.start();
+    this.delivery.start();
     this.logger.info({ storage: this.storage.description, instance_id: this.instanceId }, 'ferry engine started');
   }
 
@@ -227,6 +241,9 @@ export class Engine {
     this.lifecycle = 'stopping';
     await this.runtime.stop();
     await Promise.allSettled([...this.inFlight]);
+    // The sends in flight finish and their outcomes are recorded before storage closes; events
+    // not fanned out yet stay in the outbox for the next start (or another engine).
+    await this.delivery.stop();
     this.bus.close();
     this.container.clearInstances();
     await this.storage.close();

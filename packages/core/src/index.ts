@@ -98,5 +98,18 @@ export type {
 } from './plugin/types.js';
 export { builtinTransforms } from './transforms/index.js';
 export { DEFAULT_RUNTIME_OPTIONS, type RuntimeOptions, type RuntimeOptionsInput } from './runtime/runtime-options.js';
+export { DEFAULT_DELIVERY_OPTIONS, type DeliveryOptions, type DeliveryOptionsInput } from './webhooks/delivery-options.js';
+export { nextAttemptAt, parseRetryAfter } from './webhooks/delivery-schedule.js';
+export { DELIVERY_USER_AGENT, DISABLED_FAILING, DISABLED_GONE } from './webhooks/delivery-worker.js';
 export type { BackoffPolicy } from './runtime/backoff.js';
 export { deriveEventId } from './runtime/event-id.js';
+export {
+  OutboundClient,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_CONNECTIONS_PER_ORIGIN,
+  type OutboundClientOptions,
+  type OutboundLookup,
+  type OutboundRequest,
+  type OutboundResult,
+} from './outbound-client.js';

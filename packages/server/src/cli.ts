@@ -36,7 +36,7 @@ async function withEngine<T>(database: string | undefined, fn: (engine: Engine) 
   const { key } = resolveSecretKey(setting, process.env.FERRY_SECRET_KEY?.trim() || undefined);
   const engine = await createEngine({ storage: storageOf(setting), plugins: serverPlugins({ outboundAllow: [] }), ...(key === undefined ? {} : { secretKey: key }), logger: silentLogger,
     // A one-shot command must not take up pipelines, ticks or queued runs while it runs.
-    runtime: false });
+    runtime: false, webhookDelivery: false });
   await engine.start();
   try {
     return await fn(engine);

@@ -10,3 +10,4 @@ export { runStorageSuite, connectorRow, pipelineRow, type StorageFactory } from 
 export { runEngineStorageSuite } from './engine-storage-suite.js';
 export { MemoryHub, MemoryStream, MemorySink, memoryConnector, memoryConfigSchema, type MemoryHubOptions, type MemoryRecordInput } from './memory-connector.js';
 export { listenLoopback, type LoopbackServer } from './loopback-server.js';
+export { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver, type WebhookReply } from './webhook-receiver.js';

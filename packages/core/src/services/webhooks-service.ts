@@ -1,3 +1,4 @@
+import type { SecretBox } from '../crypto/secret-box.js';
 import { generateWebhookSecret, webhookSecretBytes } from '../crypto/webhook-secret.js';
 import {
   PLATFORM_EVENT_TYPES,
@@ -41,7 +42,14 @@ const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['pending', 'retrying', 'de
  * recovery. Sending is the delivery worker's job.
  */
 export class WebhooksService {
+  private onRedeliver: () => void = () => {};
+
   constructor(private readonly ctx: EngineContext) {}
+
+  /** @internal The engine's delivery worker: told when a redelivery or recovery made deliveries due. */
+  setDeliveryListener(listener: () => void): void {
+    this.onRedeliver = listener;
+  }
 
   /** Creates a subscription; the response is the only one besides `getSecret` to show the secret. */
   async create(workspaceId: string, input: CreateWebhookInput): Promise<WebhookSubscriptionWithSecret> {
@@ -101,9 +109,7 @@ export class WebhooksService {
    * overlap. The delivery worker signs with all of them (space-separated signatures).
    */
   async signingSecrets(workspaceId: string, id: string): Promise<string[]> {
-    const row = await this.row(workspaceId, id);
-    const now = nowIso(this.ctx);
-    return [this.ctx.box.open(row.secret, aad(workspaceId, id)), ...this.previous(row).filter((p) => p.expires_at > now).map((p) => p.secret)];
+    return openSigningSecrets(this.ctx.box, await this.row(workspaceId, id)).at(this.ctx.clock.now());
   }
 
   /** Updates url, events, enabled or description; the url is checked again. */
@@ -205,7 +211,7 @@ export class WebhooksService {
    */
   async redeliver(workspaceId: string, id: string, deliveryId: string): Promise<Delivery> {
     const now = nowIso(this.ctx);
-    return transact(this.ctx, async (repos) => {
+    const delivery = await transact(this.ctx, async (repos) => {
       const row = await repos.deliveries.get(workspaceId, id, deliveryId);
       if (!row) throw notFound('delivery', deliveryId);
       const patch = restart(now);
@@ -214,6 +220,8 @@ export class WebhooksService {
       }
       return presentDelivery({ ...row, ...patch });
     });
+    this.onRedeliver();
+    return delivery;
   }
 
   /** Redelivers every failed delivery created in `[since, until)`, oldest first; returns how many. */
@@ -222,7 +230,7 @@ export class WebhooksService {
     const since = normalizeTimestamp(input.since, '/since');
     const until = input.until === undefined ? undefined : normalizeTimestamp(input.until, '/until');
     const now = nowIso(this.ctx);
-    return transact(this.ctx, async (repos) => {
+    const result = await transact(this.ctx, async (repos) => {
       if (!(await repos.webhooks.get(workspaceId, id))) throw notFound('webhook', id);
       let count = 0;
       for (const row of await repos.deliveries.failedBetween(workspaceId, id, since, until)) {
@@ -230,6 +238,8 @@ export class WebhooksService {
       }
       return { count };
     });
+    if (result.count > 0) this.onRedeliver();
+    return result;
   }
 
   private async row(workspaceId: string, id: string): Promise<WebhookRow> {
@@ -239,7 +249,7 @@ export class WebhooksService {
   }
 
   private previous(row: WebhookRow): PreviousSecret[] {
-    return row.previous_secrets === null ? [] : (JSON.parse(this.ctx.box.open(row.previous_secrets, aad(row.workspace_id, row.id) + ':previous')) as PreviousSecret[]);
+    return previousSecrets(this.ctx.box, row);
   }
 
   private seal(workspaceId: string, id: string, secret: string): string {
@@ -259,6 +269,25 @@ export class WebhooksService {
     }
     assertSchema(schema, input, { readOnly: [...readOnlyFields.webhook, ...readOnly] });
   }
+}
+
+function previousSecrets(box: SecretBox, row: WebhookRow): PreviousSecret[] {
+  return row.previous_secrets === null ? [] : (JSON.parse(box.open(row.previous_secrets, aad(row.workspace_id, row.id) + ':previous')) as PreviousSecret[]);
+}
+
+/** A subscription's secrets, decrypted once: `at(ms)` gives those that sign at that time. */
+export interface SigningSecrets {
+  at(nowMs: number): string[];
+}
+
+/**
+ * Opens a subscription's signing secrets: the current one, then the old ones, each until its
+ * overlap ends (the delivery worker signs with all of them, space-separated).
+ */
+export function openSigningSecrets(box: SecretBox, row: WebhookRow): SigningSecrets {
+  const current = box.open(row.secret, aad(row.workspace_id, row.id));
+  const previous = previousSecrets(box, row);
+  return { at: (nowMs) => [current, ...previous.filter((p) => Date.parse(p.expires_at) > nowMs).map((p) => p.secret)] };
 }
 
 function aad(workspaceId: string, id: string): string {

@@ -54,7 +54,7 @@ export class Repositories {
     this.events = new EventsRepo(db, dialect);
     this.webhooks = new WebhooksRepo(db);
     this.deliveries = new DeliveriesRepo(db, dialect);
-    this.outbox = new OutboxRepo(db);
+    this.outbox = new OutboxRepo(db, dialect);
     this.idempotency = new IdempotencyRepo(db);
     this.leases = new LeasesRepo(db, dialect);
     this.inbox = new InboxRepo(db);

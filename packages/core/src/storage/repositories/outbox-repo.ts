@@ -1,4 +1,5 @@
-import { fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
+import { fromJson, INSERT_CHUNK, toInt, toJson, type Db } from '../sql-helpers.js';
+import type { Dialect } from '../storage-config.js';
 import type { PlatformEvent, PlatformEventType } from '../../domain.js';
 import type { JsonObject } from '../../plugin/types.js';
 
@@ -23,7 +24,10 @@ const map = (row: Record<string, unknown>): OutboxRow => ({
  * event, so an event exists if and only if its cause committed.
  */
 export class OutboxRepo {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly dialect: Dialect = 'sqlite',
+  ) {}
 
   /** Appends one event. */
   async append(event: PlatformEvent): Promise<void> {
@@ -32,8 +36,10 @@ export class OutboxRepo {
 
   /** Appends events in the given order (their sequence numbers follow it). */
   async appendMany(events: readonly PlatformEvent[]): Promise<void> {
-    if (events.length === 0) return;
-    await this.db('platform_events').insert(events.map((event) => ({ ...event, data: toJson(event.data) })));
+    // In chunks: knex writes a multi-row insert on SQLite as a compound SELECT, which SQLite caps at 500 terms.
+    for (let i = 0; i < events.length; i += INSERT_CHUNK) {
+      await this.db('platform_events').insert(events.slice(i, i + INSERT_CHUNK).map((event) => ({ ...event, data: toJson(event.data) })));
+    }
   }
 
   /** One event by id. */
@@ -42,9 +48,20 @@ export class OutboxRepo {
     return row ? map(row) : null;
   }
 
-  /** Events not yet fanned out to subscriptions, in commit order. */
-  async pending(limit: number): Promise<OutboxRow[]> {
-    return ((await this.db('platform_events').whereNull('fanned_out_at').orderBy('seq').limit(limit)) as Record<string, unknown>[]).map(map);
+  /**
+   * Events not yet fanned out to subscriptions, in commit order. With `claim` (inside the fan-out
+   * transaction) Postgres locks them and skips those another engine is fanning out, so engines
+   * share the work instead of queueing behind each other; SQLite has one writer anyway.
+   */
+  async pending(limit: number, claim = false): Promise<OutboxRow[]> {
+    const query = this.db('platform_events').whereNull('fanned_out_at').orderBy('seq').limit(limit);
+    if (claim && this.dialect === 'postgres') query.forUpdate().skipLocked();
+    return ((await query) as Record<string, unknown>[]).map(map);
+  }
+
+  /** True when some event waits to be fanned out (a read: an idle engine's poll takes no write lock). */
+  async hasPending(): Promise<boolean> {
+    return (await this.db('platform_events').whereNull('fanned_out_at').first('seq')) !== undefined;
   }
 
   /** Marks events as fanned out to their subscriptions. */

@@ -56,6 +56,12 @@ export class WebhooksRepo {
     return rows.filter((row) => row.events.includes(type));
   }
 
+  /** Subscriptions by id, across workspaces (the delivery worker's read; each delivery row names its workspace too). */
+  async byIds(ids: readonly string[]): Promise<WebhookRow[]> {
+    if (ids.length === 0) return [];
+    return ((await this.db('webhook_subscriptions').whereIn('id', ids)) as Record<string, unknown>[]).map(map);
+  }
+
   /** Updates a subscription; false when it is not in the workspace. */
   async update(workspaceId: string, id: string, patch: Partial<WebhookRow>): Promise<boolean> {
     return affected(await this.db('webhook_subscriptions').where({ workspace_id: workspaceId, id }).update(serialize(patch))) === 1;
