@@ -50,15 +50,33 @@ interface Harness {
 export function runDeliverySuite(name: string, factory: () => Promise<DeliveryDatabase>): void {
   describe(`webhook delivery (${name})`, () => {
     const cleanup: Array<() => Promise<void>> = [];
+    /** Every receiver of the test, and every secret a subscription of the test signed with. */
+    const receivers: WebhookReceiver[] = [];
+    const secrets: string[] = [];
+    // Every delivery any test received is also verified by an independent implementation.
     // In order: receivers close first, so an engine stopping is not left waiting on a request that hangs.
     afterEach(async () => {
+      const requests = receivers.splice(0).flatMap((r) => r.received);
+      const known = secrets.splice(0);
       for (const fn of cleanup.splice(0)) await fn();
+      for (const request of requests) {
+        const verifies = known.some((secret) => {
+          try {
+            independentlyVerified(request, secret);
+            return true;
+          } catch {
+            return false;
+          }
+        });
+        expect(verifies, `delivery ${request.id} at ${request.at} verifies with a subscription secret`).toBe(true);
+      }
     });
 
     async function setup(delivery: DeliveryOptionsInput = {}): Promise<Harness> {
       const db = await factory();
       const clock = new VirtualClock(undefined, { settleRealMs: 1 });
       const receiver = await startWebhookReceiver({ clock });
+      receivers.push(receiver);
       cleanup.push(() => receiver.close());
       const secretKey = generateSecretKey();
       const hub = new MemoryHub({ clock });
@@ -105,8 +123,14 @@ export function runDeliverySuite(name: string, factory: () => Promise<DeliveryDa
       throw new Error(`condition not met after ${maxSteps} steps of ${stepMs} ms`);
     }
 
-    const subscribe = (h: Harness, extra: { secret?: string; url?: string } = {}) =>
-      h.engine.webhooks.create(WS, { url: extra.url ?? h.receiver.url, events: ['pipeline.created'], ...(extra.secret ? { secret: extra.secret } : {}) });
+    const subscribe = async (h: Harness, extra: { secret?: string; url?: string } = {}) => {
+      const sub = await h.engine.webhooks.create(WS, { url: extra.url ?? h.receiver.url, events: ['pipeline.created'], ...(extra.secret ? { secret: extra.secret } : {}) });
+      secrets.push(sub.secret);
+      return sub;
+    };
+
+    /** Lets requests started by the last step of time reach the receiver before asserting none did. */
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 100));
 
     const deliveries = async (h: Harness, subscriptionId: string) => (await h.engine.webhooks.listDeliveries(WS, subscriptionId, { limit: 100 })).data;
 
@@ -141,6 +165,7 @@ export function runDeliverySuite(name: string, factory: () => Promise<DeliveryDa
       expect(delivery).toMatchObject({ event_id: body.id, event_type: 'pipeline.created', attempts: 1, last_response_status: 204, last_error: null, next_attempt_at: null });
       // Nothing else is sent, however long the engine runs.
       await h.clock.advance(2 * DAY);
+      await settle();
       expect(h.receiver.received).toHaveLength(1);
     });
 
@@ -178,6 +203,7 @@ export function runDeliverySuite(name: string, factory: () => Promise<DeliveryDa
       expect(Buffer.byteLength(detail.attempt_history[0]!.response_body!, 'utf8')).toBeLessThanOrEqual(1024);
       expect(detail.attempt_history[0]!.response_body!.startsWith('éé')).toBe(true);
       await h.clock.advance(3 * DAY);
+      await settle();
       expect(h.receiver.received).toHaveLength(8);
 
       // Redelivery: a fresh cycle with the same webhook-id; 409 while it is in progress.
@@ -238,7 +264,7 @@ export function runDeliverySuite(name: string, factory: () => Promise<DeliveryDa
       expect(await h.engine.webhooks.recover(WS, sub.id, { since: '2025-12-31T00:00:00Z' })).toEqual({ count: 3 });
       await eventually(h.clock, async () => (await deliveries(h, sub.id)).every((d) => d.status === 'delivered'));
       // Oldest first: one at a time (perSubscription 1), in creation order.
-      const order = h.receiver.received.filter((r) => r.at > 0 && h.receiver.acknowledged.has(r.id)).map((r) => r.id);
+      const order = h.receiver.received.filter((r) => r.status === 204).map((r) => r.id);
       expect(order.slice(-3), JSON.stringify(h.receiver.received.map((r) => [r.id, r.at]))).toEqual((await deliveries(h, sub.id)).map((d) => d.event_id));
     });
 
@@ -304,6 +330,7 @@ export function runDeliverySuite(name: string, factory: () => Promise<DeliveryDa
       const h = await setup();
       const sub = await subscribe(h);
       const rotated = await h.engine.webhooks.rotateSecret(WS, sub.id, { previous_secret_expires_in: 3600 });
+      secrets.push(rotated.secret);
       await h.emit();
       await eventually(h.clock, () => h.receiver.received.length === 1);
       const during = h.receiver.received[0]!;
@@ -343,15 +370,69 @@ export function runDeliverySuite(name: string, factory: () => Promise<DeliveryDa
       expect((await deliveries(h, sub.id)).every((d) => d.status === 'failed')).toBe(true);
     });
 
+    it('keeps a receiver that hangs from holding up another subscription', async () => {
+      const h = await setup({ perSubscription: 2, maxInFlight: 8 });
+      const slow = await startWebhookReceiver({ clock: h.clock });
+      receivers.push(slow);
+      cleanup.unshift(() => slow.close());
+      slow.reply(() => 'hang');
+      const stuck = await subscribe(h, { url: slow.url });
+      const fast = await subscribe(h);
+      await h.emit(12);
+      // Small steps of virtual time (well under the 15 s timeout): the look past a full lane is paced on the clock.
+      await eventually(h.clock, async () => (await deliveries(h, fast.id)).filter((d) => d.status === 'delivered').length === 12, 50, 100);
+      expect(h.receiver.acknowledged.size).toBe(12);
+      // The hanging receiver never holds more than its lane: 2 requests at once.
+      expect(slow.received).toHaveLength(2);
+      expect((await deliveries(h, stuck.id)).every((d) => d.status === 'pending')).toBe(true);
+    });
+
+    it('keeps going past what it cannot send: an orphan delivery, an unreadable secret, a response with NUL bytes', async () => {
+      const h = await setup();
+      const good = await subscribe(h);
+      const broken = await subscribe(h);
+      // A secret sealed under another key, as after a wrong secret-key change: it cannot be opened.
+      await h.engine.storage.knex('webhook_subscriptions').where({ id: broken.id }).update({ secret: (await h.engine.storage.knex('webhook_subscriptions').where({ id: good.id }).first()).secret });
+      const at = new Date(h.clock.now()).toISOString();
+      // A delivery whose subscription no longer exists (a delete racing a fan-out).
+      await h.engine.storage.repos.deliveries.insertMany([{ id: 'dlv_orphan', workspace_id: WS, subscription_id: 'whk_gone', event_id: 'evt_orphan', event_type: 'pipeline.created', body: '{}', status: 'pending', attempts: 0, next_attempt_at: at, cycle_started_at: at, last_attempt_at: null, last_response_status: null, last_error: null, created_at: at, updated_at: at }]);
+      h.receiver.reply((r) => (h.receiver.of(r.id).length === 1 ? { status: 500, body: 'bad\u0000bytes' } : { status: 204 }));
+      await h.emit(3);
+      await eventually(h.clock, async () => (await deliveries(h, good.id)).filter((d) => d.status === 'retrying').length === 3);
+      const [first] = await deliveries(h, good.id);
+      expect((await h.engine.webhooks.getDelivery(WS, good.id, first!.id)).attempt_history[0]!.response_body).toBe('bad\uFFFDbytes');
+      await h.clock.advance(6 * SECOND);
+      await eventually(h.clock, async () => (await deliveries(h, good.id)).every((d) => d.status === 'delivered'));
+      const unsent = await deliveries(h, broken.id);
+      expect(unsent.map((d) => [d.status, d.attempts])).toEqual([['failed', 0], ['failed', 0], ['failed', 0]]);
+      expect(unsent[0]!.last_error).toMatch(/signing secret cannot be read/);
+      expect(await h.engine.storage.knex('deliveries').where({ id: 'dlv_orphan' }).first()).toBeUndefined();
+      expect(h.receiver.received.every((r) => r.id !== 'evt_orphan')).toBe(true);
+      secrets.splice(secrets.indexOf(broken.secret), 1);
+    });
+
     it('shares the work between two engines without ever sending one attempt twice', async () => {
-      const h = await setup({ perSubscription: 4 });
+      // Small hands (4 deliveries each) and a short poll, so both engines claim while requests hang.
+      const h = await setup({ perSubscription: 2, maxInFlight: 4, pollIntervalMs: SECOND });
       const second = await h.another();
+      h.receiver.reply(() => 'hang');
       const sub = await subscribe(h);
-      await h.emit(40);
-      await eventually(h.clock, async () => (await deliveries(h, sub.id)).filter((d) => d.status === 'delivered').length === 40);
-      expect(h.receiver.received).toHaveLength(40);
-      expect(h.receiver.acknowledged.size).toBe(40);
-      expect(second.state).toBe('running');
+      await h.emit(24);
+      await eventually(h.clock, () => h.receiver.received.length === 4, 250);
+      // Both engines hold claims at once (two requests each in flight, two waiting), on distinct deliveries.
+      const holders = (await h.engine.storage.knex('deliveries').whereNotNull('lease_token').select('lease_holder')) as Array<{ lease_holder: string }>;
+      expect(new Set(holders.map((r) => r.lease_holder))).toEqual(new Set([h.engine.instanceId, second.instanceId]));
+      expect(new Set(h.receiver.received.map((r) => r.id)).size).toBe(4);
+      h.receiver.reply(() => ({ status: 204 }));
+      await h.clock.advance(15 * SECOND);
+      await eventually(h.clock, async () => (await deliveries(h, sub.id)).filter((d) => d.status === 'delivered').length === 24, 250);
+      // Each delivery answered once; only the four that hung were sent a second time, after their timeout.
+      expect(h.receiver.acknowledged.size).toBe(24);
+      const sends = new Map<string, number>();
+      for (const r of h.receiver.received) sends.set(r.id, (sends.get(r.id) ?? 0) + 1);
+      expect([...sends.values()].filter((n) => n === 2)).toHaveLength(4);
+      expect([...sends.values()].every((n) => n <= 2)).toBe(true);
+      for (const r of h.receiver.received.filter((x) => x.status === 204)) expect(h.receiver.of(r.id).filter((x) => x.status === 204)).toHaveLength(1);
     });
 
     it('drops the open deliveries of a deleted subscription', async () => {
@@ -365,6 +446,7 @@ export function runDeliverySuite(name: string, factory: () => Promise<DeliveryDa
       });
       await h.engine.webhooks.delete(WS, sub.id);
       await h.clock.advance(DAY);
+      await settle();
       expect(h.receiver.received).toHaveLength(2);
     });
   });

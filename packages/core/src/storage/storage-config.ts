@@ -122,6 +122,9 @@ export function sqlite(options: SqliteOptions): StorageConfig {
       client: immediateSqliteClient() as Knex.Config['client'],
       connection: { filename: memory ? ':memory:' : options.filename },
       useNullAsDefault: true,
+      // A failed statement's error names its SQL with `?`, not the values bound (event payloads,
+      // response bodies): errors reach logs.
+      compileSqlOnError: false,
       // One connection: SQLite has one writer anyway, and an in-memory database lives and dies
       // with its connection, so the pool must never drop it.
       pool: {
@@ -170,6 +173,7 @@ export function postgres(options: PostgresOptions): StorageConfig {
       connection: { connectionString: options.connectionString },
       searchPath: options.searchPath ? [options.searchPath] : undefined,
       pool: { min: options.pool?.min ?? 0, max: options.pool?.max ?? 10 },
+      compileSqlOnError: false,
     },
   };
 }

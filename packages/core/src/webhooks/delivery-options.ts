@@ -1,3 +1,5 @@
+import { FerryError } from '../errors.js';
+
 /** Tuning of webhook delivery. Every field has a default that follows contract section 8. */
 export interface DeliveryOptions {
   /** Send deliveries from this engine. `false` leaves it to other engines on the same storage. Default true. */
@@ -15,7 +17,7 @@ export interface DeliveryOptions {
   maxInFlight: number;
   /** Requests in flight at once per subscription, from this engine. Default 8. */
   perSubscription: number;
-  /** Lifetime of a delivery's claim; must exceed `timeoutMs` by a margin. Default 60 000. */
+  /** Lifetime of a delivery's claim; more than twice `timeoutMs`. Default 60 000. */
   leaseTtlMs: number;
   /** How often the engine looks for deliveries and platform events written by other engines, in ms. Default 5 000. */
   pollIntervalMs: number;
@@ -45,15 +47,21 @@ export const DEFAULT_DELIVERY_OPTIONS: DeliveryOptions = Object.freeze({
 /** What `createEngine({ webhookDelivery })` takes: any subset of {@link DeliveryOptions}, or `false`. */
 export type DeliveryOptionsInput = Partial<DeliveryOptions>;
 
-/** Options with defaults filled in; throws on a schedule that cannot work. */
+/** Options with defaults filled in; throws `configuration_invalid` on options that cannot work. */
 export function resolveDeliveryOptions(input: DeliveryOptionsInput | false | undefined): DeliveryOptions {
   if (input === false) return { ...DEFAULT_DELIVERY_OPTIONS, enabled: false };
   const options = { ...DEFAULT_DELIVERY_OPTIONS, ...input };
   const s = options.scheduleMs;
   if (s.length === 0 || s[0] !== 0 || s.some((v, i) => !Number.isFinite(v) || (i > 0 && v <= s[i - 1]!))) {
-    throw new RangeError('webhookDelivery.scheduleMs starts at 0 and increases strictly.');
+    throw new FerryError('configuration_invalid', 'webhookDelivery.scheduleMs starts at 0 and increases strictly.');
   }
-  if (!(options.jitter >= 0 && options.jitter < 0.5)) throw new RangeError('webhookDelivery.jitter is in [0, 0.5).');
-  if (options.leaseTtlMs <= options.timeoutMs) throw new RangeError('webhookDelivery.leaseTtlMs must exceed timeoutMs.');
+  if (!(options.jitter >= 0 && options.jitter < 0.5)) throw new FerryError('configuration_invalid', 'webhookDelivery.jitter is in [0, 0.5).');
+  for (const key of ['timeoutMs', 'maxInFlight', 'perSubscription', 'pollIntervalMs', 'leaseTtlMs', 'disableAfterMs', 'fanoutBatchSize'] as const) {
+    if (!(Number.isInteger(options[key]) && options[key] > 0)) throw new FerryError('configuration_invalid', `webhookDelivery.${key} is a positive integer.`);
+  }
+  if (!(Number.isInteger(options.responseBodyBytes) && options.responseBodyBytes >= 0)) throw new FerryError('configuration_invalid', 'webhookDelivery.responseBodyBytes is an integer, 0 or more.');
+  // A claim waits up to a quarter of its lifetime before it is checked and extended, then the
+  // request may take `timeoutMs`, then its outcome is recorded: all of it inside the lease.
+  if (options.leaseTtlMs <= 2 * options.timeoutMs) throw new FerryError('configuration_invalid', 'webhookDelivery.leaseTtlMs must be more than twice timeoutMs.');
   return options;
 }

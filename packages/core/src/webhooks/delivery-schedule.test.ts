@@ -74,9 +74,13 @@ describe('nextAttemptAt', () => {
     expect(nextAttemptAt(T, 1, at(T), short)).toBe(T + 1000);
     expect(nextAttemptAt(T, 2, at(T + 1000), short)).toBe(T + 2000);
     expect(nextAttemptAt(T, 3, at(T + 2000), short)).toBeNull();
-    expect(() => resolveDeliveryOptions({ scheduleMs: [5, 10] })).toThrow(RangeError);
-    expect(() => resolveDeliveryOptions({ scheduleMs: [0, 10, 10] })).toThrow(RangeError);
-    expect(() => resolveDeliveryOptions({ leaseTtlMs: 1000, timeoutMs: 2000 })).toThrow(RangeError);
+    expect(() => resolveDeliveryOptions({ scheduleMs: [5, 10] })).toThrow(/webhookDelivery/);
+    expect(() => resolveDeliveryOptions({ scheduleMs: [0, 10, 10] })).toThrow(/webhookDelivery/);
+    expect(() => resolveDeliveryOptions({ leaseTtlMs: 1000, timeoutMs: 2000 })).toThrow(/webhookDelivery/);
+    expect(() => resolveDeliveryOptions({ leaseTtlMs: 30_000, timeoutMs: 15_000 })).toThrow(/twice/);
+    for (const bad of [{ perSubscription: 0 }, { maxInFlight: -1 }, { pollIntervalMs: 0 }, { timeoutMs: 1.5 }, { responseBodyBytes: -1 }]) {
+      expect(() => resolveDeliveryOptions(bad)).toThrow(/webhookDelivery/);
+    }
   });
 });
 

@@ -32,15 +32,32 @@ interface Held {
 /** How a flush changes one subscription's failure streak. */
 interface StreakChange {
   target: Target;
-  failingSince: string | null;
-  /** The reason to disable it with, if it must be. */
-  disable: string | null;
+  /** A success ended a stored streak. */
+  success: boolean;
+  /** A streak starts, at this failure. */
+  failingSince: string | undefined;
+  /** It must be disabled: why, and for a long streak, the latest start the stored streak may have. */
+  disable: { reason: string; streakCutoff?: string } | undefined;
+  /** The streak as stored afterwards (for the cached row). */
+  streak: string | null;
+}
+
+/** Held deliveries by the claim token they were claimed under. */
+function groupByToken(held: readonly Held[]): Map<string, string[]> {
+  const groups = new Map<string, string[]>();
+  for (const h of held) {
+    const ids = groups.get(h.token);
+    if (ids) ids.push(h.row.id);
+    else groups.set(h.token, [h.row.id]);
+  }
+  return groups;
 }
 
 /** A subscription as the worker needs it, refreshed at every claim. */
 interface Target {
   row: WebhookRow;
-  secrets: SigningSecrets;
+  /** Undefined when they cannot be decrypted. */
+  secrets: SigningSecrets | undefined;
   /** When the row was read (engine clock). */
   readAt: number;
 }
@@ -200,45 +217,63 @@ export class DeliveryWorker {
       this.starvedWith = claim.rows.length < free ? new Set(full) : undefined;
       if (claim.rows.length < free) await this.armWakeFromStorage(now);
       if (claim.rows.length === 0) return false;
-      await this.refreshTargets(repos, [...new Set(claim.rows.map((r) => r.subscription_id))], now);
-      const disabled = new Set<string>();
+      const ids = [...new Set(claim.rows.map((r) => r.subscription_id))];
+      await this.refreshTargets(repos, ids, now);
+      // A disabled subscription is read again before its deliveries are failed: it may have just been re-enabled.
+      const stale = ids.filter((id) => this.targets.get(id)?.row.enabled === false && this.targets.get(id)!.readAt < now);
+      if (stale.length > 0) await this.refreshTargets(repos, stale, now, true);
+      const gone: string[] = [];
+      const disabled: string[] = [];
+      const unreadable: string[] = [];
       for (const row of claim.rows) {
         const target = this.targets.get(row.subscription_id);
-        if (!target || target.row.workspace_id !== row.workspace_id) {
-          // The subscription was deleted (its open deliveries go with it) after the claim read.
-          await repos.deliveries.queue.release(row.id, claim.token);
-        } else if (!target.row.enabled) {
-          disabled.add(row.subscription_id);
-        } else {
-          this.laneOf(row.subscription_id).waiting.push({ row, token: claim.token, heldSince: now });
-        }
+        // Deleted after the claim read (or fanned out while it was being deleted): its deliveries go with it.
+        if (!target || target.row.workspace_id !== row.workspace_id) gone.push(row.id);
+        else if (!target.secrets) unreadable.push(row.id);
+        else if (!target.row.enabled) disabled.push(row.id);
+        else this.laneOf(row.subscription_id).waiting.push({ row, token: claim.token, heldSince: now });
       }
-      for (const id of disabled) await repos.deliveries.failOpen(id, 'The subscription is disabled.', iso(now));
-      this.dispatch();
+      await repos.deliveries.deleteHeld(gone, claim.token);
+      await repos.deliveries.failHeld(disabled, claim.token, 'The subscription is disabled.', iso(now));
+      await repos.deliveries.failHeld(unreadable, claim.token, 'The subscription\'s signing secret cannot be read (was the engine\'s secret key changed?).', iso(now));
       return claim.rows.length === free;
     } catch (error) {
       // Storage unavailable: the next poll or completion tries again; claims made are kept by
       // their lease until it expires.
       this.ctx.logger.warn({ err: error }, 'webhook delivery: claiming due deliveries failed');
       return false;
+    } finally {
+      // Whatever was queued before a failure is sent now, not when some other send finishes.
+      this.dispatch();
     }
   }
 
   /**
    * Reads the subscriptions of claimed deliveries, unless read less than a second ago (a URL,
-   * secret or state changed meanwhile applies from the next read); secrets are decrypted again
-   * only when the row changed.
+   * secret or state changed meanwhile applies from the next read) or `force`; secrets are
+   * decrypted again only when the row changed. A row whose secrets cannot be decrypted is kept
+   * without them (its deliveries fail with a reason) rather than stopping every subscription's.
    */
-  private async refreshTargets(repos: Repositories, ids: string[], now: number): Promise<void> {
-    const stale = ids.filter((id) => !(now - (this.targets.get(id)?.readAt ?? -Infinity) < TARGET_TTL_MS));
+  private async refreshTargets(repos: Repositories, ids: string[], now: number, force = false): Promise<void> {
+    const stale = force ? ids : ids.filter((id) => !(now - (this.targets.get(id)?.readAt ?? -Infinity) < TARGET_TTL_MS));
     if (stale.length === 0) return;
     const rows = await repos.webhooks.byIds(stale);
     for (const id of stale) if (!rows.some((r) => r.id === id)) this.targets.delete(id);
     for (const row of rows) {
       const known = this.targets.get(row.id);
-      const same = known && known.row.updated_at === row.updated_at && known.row.secret === row.secret && known.row.previous_secrets === row.previous_secrets;
-      this.targets.set(row.id, { row, secrets: same ? known.secrets : openSigningSecrets(this.ctx.box, row), readAt: now });
+      const same = known?.secrets && known.row.updated_at === row.updated_at && known.row.secret === row.secret && known.row.previous_secrets === row.previous_secrets;
+      let secrets = same ? known.secrets : undefined;
+      if (!secrets) {
+        try {
+          secrets = openSigningSecrets(this.ctx.box, row);
+        } catch (error) {
+          this.ctx.logger.error({ webhook_id: row.id, workspace_id: row.workspace_id, err_code: (error as { code?: unknown }).code }, 'webhook delivery: a subscription\'s signing secret cannot be decrypted');
+        }
+      }
+      this.targets.set(row.id, { row, secrets, readAt: now });
     }
+    // Subscriptions not delivered to for a minute are forgotten, with their decrypted secrets.
+    for (const [id, target] of this.targets) if (now - target.readAt > 60_000 && !this.lanes.has(id)) this.targets.delete(id);
   }
 
   private laneOf(subscriptionId: string): Lane {
@@ -274,7 +309,7 @@ export class DeliveryWorker {
   /** Makes one attempt of a held delivery and queues its outcome for the next flush. */
   private async deliver(held: Held): Promise<void> {
     const target = this.targets.get(held.row.subscription_id);
-    if (!target) return;
+    if (!target?.secrets) return;
     const repos = this.ctx.storage.repos;
     let now = this.ctx.clock.now();
     if (now - held.heldSince > this.options.leaseTtlMs / 2) {
@@ -414,7 +449,8 @@ export class DeliveryWorker {
   /**
    * How the batch changes each subscription's failure streak (`failing_since`): a success clears
    * it, a failure starts it, and once it is `disableAfterMs` old the subscription is to be
-   * disabled; a 410 disables it at once. Only the subscriptions whose row must change.
+   * disabled; a 410 disables it at once. Only the subscriptions whose row must change, judged by
+   * the row as last read (at most a second old); the writes themselves are conditional.
    */
   private streakChanges(batch: readonly Recorded[]): StreakChange[] {
     const bySubscription = new Map<string, Recorded[]>();
@@ -427,42 +463,52 @@ export class DeliveryWorker {
     for (const [id, outcomes] of bySubscription) {
       const target = this.targets.get(id);
       if (!target) continue;
-      const before = target.row.failing_since;
-      let failingSince = before;
-      let disable: string | null = null;
-      for (const r of outcomes.sort((a, b) => a.attemptedAt - b.attemptedAt)) {
-        if (r.effect === 'success') failingSince = null;
-        else {
-          failingSince ??= iso(r.attemptedAt);
-          if (r.effect === 'gone') disable = DISABLED_GONE;
-          else if (r.attemptedAt - Date.parse(failingSince) >= this.options.disableAfterMs) disable ??= DISABLED_FAILING;
-        }
+      outcomes.sort((a, b) => a.attemptedAt - b.attemptedAt);
+      const lastSuccess = outcomes.findLastIndex((r) => r.effect === 'success');
+      const failures = outcomes.slice(lastSuccess + 1);
+      const cleared = lastSuccess >= 0 && target.row.failing_since !== null;
+      // The streak as stored after this batch: cleared by a success in it, or as it was.
+      const running = lastSuccess >= 0 ? null : target.row.failing_since;
+      const failingSince = failures.length > 0 && running === null ? iso(failures[0]!.attemptedAt) : undefined;
+      const streakStart = running ?? failingSince;
+      const lastFailure = failures.at(-1);
+      let disable: StreakChange['disable'];
+      if (failures.some((r) => r.effect === 'gone')) disable = { reason: DISABLED_GONE };
+      else if (lastFailure && streakStart !== undefined && lastFailure.attemptedAt - Date.parse(streakStart) >= this.options.disableAfterMs) {
+        disable = { reason: DISABLED_FAILING, streakCutoff: iso(lastFailure.attemptedAt - this.options.disableAfterMs) };
       }
-      if (disable !== null || failingSince !== before) changes.push({ target, failingSince, disable });
+      if (cleared || failingSince !== undefined || disable) changes.push({ target, success: cleared, failingSince, disable, streak: streakStart ?? null });
     }
     return changes;
   }
 
-  /** Writes streak changes; a disabled subscription's open deliveries end `failed` (recoverable once fixed). */
+  /**
+   * Writes streak changes. A subscription disabled here has its open deliveries ended `failed`
+   * (recoverable once fixed): those claimed by nobody at once, those this engine holds here, and
+   * those in flight anywhere when they are next claimed.
+   */
   private async applyStreaks(changes: readonly StreakChange[], now: number): Promise<void> {
+    const disabled: Target[] = [];
     await this.ctx.storage.transaction(async (repos) => {
-      for (const { target, failingSince, disable } of changes) {
-        const { id, workspace_id: workspaceId } = target.row;
-        if (disable !== null) {
-          await repos.webhooks.update(workspaceId, id, { enabled: false, disabled_reason: disable, failing_since: failingSince, updated_at: iso(now) });
+      for (const change of changes) {
+        const { id } = change.target.row;
+        const off = await repos.webhooks.recordStreak(id, {
+          success: change.success,
+          ...(change.failingSince === undefined ? {} : { failingSince: change.failingSince }),
+          ...(change.disable ? { disable: { ...change.disable, now: iso(now) } } : {}),
+        });
+        if (off) {
           await repos.deliveries.failOpen(id, 'The subscription was disabled.', iso(now));
-        } else {
-          await repos.webhooks.update(workspaceId, id, { failing_since: failingSince });
+          for (const [token, ids] of groupByToken(this.lanes.get(id)?.waiting ?? [])) await repos.deliveries.failHeld(ids, token, 'The subscription was disabled.', iso(now));
+          disabled.push(change.target);
         }
       }
     });
-    for (const { target, failingSince, disable } of changes) {
-      target.row = { ...target.row, failing_since: failingSince };
-      if (disable !== null) {
-        this.ctx.logger.warn({ webhook_id: target.row.id, workspace_id: target.row.workspace_id, reason: disable }, 'webhook subscription disabled');
-        this.lanes.get(target.row.id)?.waiting.splice(0);
-        this.targets.delete(target.row.id);
-      }
+    for (const change of changes) change.target.row = { ...change.target.row, failing_since: change.streak };
+    for (const target of disabled) {
+      this.ctx.logger.warn({ webhook_id: target.row.id, workspace_id: target.row.workspace_id }, 'webhook subscription disabled');
+      this.lanes.get(target.row.id)?.waiting.splice(0);
+      this.targets.delete(target.row.id);
     }
   }
 
@@ -483,9 +529,13 @@ export class DeliveryWorker {
   }
 }
 
-/** At most `bytes` bytes of `text` in UTF-8, never splitting a character. */
+/**
+ * At most `bytes` bytes of `text` in UTF-8, never splitting a character, with NUL characters
+ * replaced: a receiver may answer anything, and Postgres text refuses NUL (one such body would
+ * fail the whole batch of outcomes it is recorded with).
+ */
 function truncateUtf8(text: string, bytes: number): string {
   const buffer = Buffer.from(text, 'utf8');
-  if (buffer.length <= bytes) return text;
-  return buffer.subarray(0, bytes).toString('utf8').replace(/\uFFFD$/, '');
+  const cut = buffer.length <= bytes ? text : buffer.subarray(0, bytes).toString('utf8').replace(/\uFFFD$/, '');
+  return cut.replaceAll('\u0000', '\uFFFD');
 }

@@ -173,8 +173,27 @@ export class DeliveriesRepo {
       await this.db('deliveries')
         .where({ subscription_id: subscriptionId })
         .whereRaw(OPEN)
+        // Not the ones being attempted right now: their outcome is recorded, then they are failed when claimed next.
+        .andWhere((q) => q.whereNull('lease_expires_at').orWhere('lease_expires_at', '<=', now))
         .update({ status: 'failed', next_attempt_at: null, last_error: lastError, updated_at: now, lease_token: null, lease_holder: null, lease_expires_at: null }),
     );
+  }
+
+  /** Ends claimed deliveries as `failed` without an attempt (their subscription cannot be sent to), fenced by the claim's token. */
+  async failHeld(ids: readonly string[], token: string, lastError: string, now: string): Promise<number> {
+    if (ids.length === 0) return 0;
+    return affected(
+      await this.db('deliveries')
+        .whereIn('id', ids)
+        .andWhere({ lease_token: token })
+        .update({ status: 'failed', next_attempt_at: null, last_error: lastError, updated_at: now, lease_token: null, lease_holder: null, lease_expires_at: null }),
+    );
+  }
+
+  /** Deletes claimed deliveries whose subscription is gone, fenced by the claim's token. */
+  async deleteHeld(ids: readonly string[], token: string): Promise<number> {
+    if (ids.length === 0) return 0;
+    return affected(await this.db('deliveries').whereIn('id', ids).andWhere({ lease_token: token }).delete());
   }
 
   /** The earliest `next_attempt_at` after `after` among deliveries still to attempt (when to wake up next). */

@@ -62,6 +62,22 @@ export class WebhooksRepo {
     return ((await this.db('webhook_subscriptions').whereIn('id', ids)) as Record<string, unknown>[]).map(map);
   }
 
+  /**
+   * Applies what a batch of delivery attempts says about a subscription, as conditional writes so
+   * engines racing on one subscription cannot undo each other: a success clears the failure
+   * streak; a failure starts it unless it is running (`failingSince` is the failure's time); a
+   * disable applies only to an enabled subscription and, for a long streak, only if the stored
+   * streak really began before `streakCutoff`. Returns true when the subscription was disabled.
+   */
+  async recordStreak(id: string, change: { success?: boolean; failingSince?: string; disable?: { reason: string; streakCutoff?: string; now: string } }): Promise<boolean> {
+    if (change.success) await this.db('webhook_subscriptions').where({ id }).whereNotNull('failing_since').update({ failing_since: null });
+    if (change.failingSince !== undefined) await this.db('webhook_subscriptions').where({ id }).whereNull('failing_since').update({ failing_since: change.failingSince });
+    if (!change.disable) return false;
+    const query = this.db('webhook_subscriptions').where({ id, enabled: true });
+    if (change.disable.streakCutoff !== undefined) query.andWhere('failing_since', '<=', change.disable.streakCutoff);
+    return affected(await query.update({ enabled: false, disabled_reason: change.disable.reason, updated_at: change.disable.now })) === 1;
+  }
+
   /** Updates a subscription; false when it is not in the workspace. */
   async update(workspaceId: string, id: string, patch: Partial<WebhookRow>): Promise<boolean> {
     return affected(await this.db('webhook_subscriptions').where({ workspace_id: workspaceId, id }).update(serialize(patch))) === 1;
