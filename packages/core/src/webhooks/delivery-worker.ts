@@ -312,7 +312,7 @@ export class DeliveryWorker {
     if (!target?.secrets) return;
     const repos = this.ctx.storage.repos;
     let now = this.ctx.clock.now();
-    if (now - held.heldSince > this.options.leaseTtlMs / 2) {
+    if (now - held.heldSince > this.options.leaseTtlMs / 4) {
       // It waited its turn a while: make sure the claim still holds (and extend it) before sending,
       // or another engine that took it over could be sending the same attempt right now.
       if (!(await repos.deliveries.queue.heartbeat(held.row.id, held.token, this.options.leaseTtlMs, now))) return;
