@@ -1,0 +1,263 @@
+import { Value } from '@sinclair/typebox/value';
+import { describe, expect, it } from 'vitest';
+import {
+  ConnectorError,
+  SECRET_KEYWORD,
+  silentLogger,
+  systemClock,
+  type AnyConnectorDefinition,
+  type Checkpoint,
+  type ConnectorDirection,
+  type DestinationEvent,
+  type JsonObject,
+  type PipelineConnectorContext,
+  type PullSource,
+  type SourceRecord,
+  type WriteResult,
+} from '@ferry/core';
+
+/** What a destination holds for one event, as the harness reads it back from the real server. */
+export interface LandedEvent {
+  id: string;
+  type?: string;
+  payload?: JsonObject;
+}
+
+/** The source side of a connector under test, against its real server. */
+export interface SourceHarness {
+  /** A config reading a fresh, empty dataset (a new table, topic, prefix ...). */
+  config(): Promise<JsonObject>;
+  /** Appends records `from .. from + count - 1` to that dataset; each record's payload carries `n`. */
+  produce(config: JsonObject, from: number, count: number): Promise<void>;
+  /** The `n` a read record carries (where the payload put it). Default: `payload.n`. */
+  numberOf?(record: SourceRecord): number;
+}
+
+/** The destination side of a connector under test, against its real server. */
+export interface DestinationHarness {
+  /** A config writing to a fresh, empty place (a new table, topic, prefix ...). */
+  config(): Promise<JsonObject>;
+  /** Every event that landed, read back from the server. */
+  landed(config: JsonObject): Promise<LandedEvent[]>;
+  /**
+   * An event this destination refuses record by record (a constraint it breaks), with the config
+   * to refuse it under; omit when the system has no such thing.
+   */
+  rejectable?(config: JsonObject): Promise<DestinationEvent>;
+}
+
+/** Everything {@link runConnectorSuite} needs to know about one connector type. */
+export interface ConnectorSuiteOptions {
+  /** The plugin under test, as registered with an engine. */
+  plugin: AnyConnectorDefinition;
+  /** The config fields that must be secret (sealed at rest, redacted in answers). */
+  secretFields: readonly string[];
+  source?: SourceHarness;
+  destination?: DestinationHarness;
+  /**
+   * A config for `direction` whose server cannot be reached (a closed port): checks say `down`,
+   * reads and writes fail with a retryable error.
+   */
+  unreachable(direction: 'source' | 'destination'): Promise<JsonObject>;
+  /** Credential rotation, where the plugin supports it: the config to rotate, and supplied fields if any. */
+  rotation?: { config(): Promise<JsonObject>; supplied?(config: JsonObject): Promise<JsonObject> };
+}
+
+const event = (i: number, extra: Partial<DestinationEvent> = {}): DestinationEvent => ({
+  id: `evt_suite_${String(i).padStart(6, '0')}`,
+  type: 'suite.event',
+  occurredAt: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
+  payload: { n: i, label: `event ${i}` },
+  ...extra,
+});
+
+/**
+ * The behaviour every connector plugin must show, run against the real server the caller
+ * provides: its config schema marks the secret fields; `check` says healthy, and `down` for an
+ * unreachable server; a source reads from a checkpoint and resumes without loss or duplicate; a
+ * destination writes a batch, keeps one copy per event id when a batch is delivered again,
+ * reports a record it refuses as a non-retryable result while the rest land, and fails the
+ * whole batch with a retryable error when its server cannot be reached; and rotation yields
+ * credentials that pass a check, where supported.
+ *
+ * @example
+ * ```ts
+ * runConnectorSuite('postgres', {
+ *   plugin: postgres(),
+ *   secretFields: ['connection_string', 'password', 'admin_connection_string'],
+ *   source: { config: freshSourceTable, produce: insertRows },
+ *   destination: { config: freshDestinationTable, landed: selectRows },
+ *   unreachable: async () => ({ connection_string: 'postgres://u:p@127.0.0.1:1/db', table: 't', cursor_column: 'id', type: 't' }),
+ * });
+ * ```
+ */
+export function runConnectorSuite(name: string, options: ConnectorSuiteOptions): void {
+  const { plugin } = options;
+  const ctx = (config: JsonObject, signal = new AbortController().signal): PipelineConnectorContext<JsonObject> => ({
+    // As the engine does: schema defaults applied to a copy of the stored config.
+    config: Value.Default(plugin.configSchema, structuredClone(config)) as JsonObject,
+    connectorId: 'con_suite',
+    workspaceId: 'suite',
+    pipelineId: 'pip_suite',
+    logger: silentLogger,
+    clock: systemClock,
+    signal,
+  });
+  const problems = (config: JsonObject, direction: ConnectorDirection) => [
+    ...[...Value.Errors(plugin.configSchema, Value.Default(plugin.configSchema, structuredClone(config)))].map((e) => e.path),
+    ...(plugin.validateConfig?.(Value.Default(plugin.configSchema, structuredClone(config)), direction) ?? []).map((p: { pointer: string }) => p.pointer),
+  ];
+
+  describe(`connector suite: ${name}`, () => {
+    it('marks its secret fields in the config schema', () => {
+      const properties = (plugin.configSchema as { properties: Record<string, Record<string, unknown>> }).properties;
+      const secret = Object.keys(properties).filter((key) => properties[key]![SECRET_KEYWORD] === true);
+      expect(secret.sort()).toEqual([...options.secretFields].sort());
+    });
+
+    it('checks: healthy against the real server, down (with a reason and no secret) when unreachable', async () => {
+      expect(plugin.check, 'the plugin implements check').toBeTypeOf('function');
+      const harness = options.destination ?? options.source!;
+      const good = await harness.config();
+      expect((await plugin.check!(ctx(good))).health).toBe('healthy');
+      const bad = await options.unreachable(options.destination ? 'destination' : 'source');
+      const result = await plugin.check!(ctx(bad));
+      expect(result.health).toBe('down');
+      expect(result.error?.code).toMatch(/^[a-z_]+$/);
+      for (const field of options.secretFields) {
+        const value = bad[field];
+        if (typeof value === 'string' && value.length >= 4) expect(result.error?.message ?? '').not.toContain(value);
+      }
+    });
+
+    if (options.source) {
+      const source = options.source;
+      const numberOf = source.numberOf ?? ((r: SourceRecord) => Number((r.payload as { n?: unknown }).n));
+      const open = async (config: JsonObject) => {
+        expect(problems(config, 'source')).toEqual([]);
+        const opened = (await plugin.source!(ctx(config))) as PullSource;
+        expect(opened.read, 'a pull source (push sources: see the plugin\'s own tests)').toBeTypeOf('function');
+        return opened;
+      };
+      /** Reads everything after `from`, `max` at a time, until caught up. */
+      const drain = async (reader: PullSource, from: Checkpoint | null, max: number) => {
+        const records: SourceRecord[] = [];
+        let checkpoint = from;
+        for (let round = 0; round < 1000; round++) {
+          const batch = await reader.read(checkpoint, max, new AbortController().signal);
+          expect(batch.records.length).toBeLessThanOrEqual(max);
+          if (batch.records.length === 0) return { records, checkpoint };
+          records.push(...batch.records);
+          checkpoint = batch.checkpoint;
+        }
+        throw new Error('the source never caught up');
+      };
+
+      it('source: reads from a checkpoint and resumes after a restart without loss or duplicate', async () => {
+        const config = await source.config();
+        await source.produce(config, 0, 25);
+        const first = await open(config);
+        const batch = await first.read(null, 10, new AbortController().signal);
+        expect(batch.records.map(numberOf)).toEqual([...Array(10).keys()]);
+        await first.close?.();
+        // A restart: a new source from the committed checkpoint.
+        const second = await open(config);
+        const rest = await drain(second, batch.checkpoint, 7);
+        expect(rest.records.map(numberOf)).toEqual([...Array(15).keys()].map((i) => i + 10));
+        const positions = [...batch.records, ...rest.records].map((r) => r.position);
+        expect(new Set(positions).size).toBe(25);
+        for (const r of rest.records) {
+          expect(typeof r.type).toBe('string');
+          expect(r.type.length).toBeGreaterThan(0);
+        }
+        // New records after catching up are read, and only they.
+        await source.produce(config, 25, 5);
+        const more = await drain(second, rest.checkpoint, 100);
+        expect(more.records.map(numberOf)).toEqual([25, 26, 27, 28, 29]);
+        // Reading again from the same checkpoint yields the same positions (ids are derived from them).
+        const again = await drain(second, rest.checkpoint, 100);
+        expect(again.records.map((r) => r.position)).toEqual(more.records.map((r) => r.position));
+        await second.close?.();
+      });
+
+      it('source: an unreachable server is a retryable error', async () => {
+        const config = await options.unreachable('source');
+        let error: unknown;
+        try {
+          const opened = (await plugin.source!(ctx(config))) as PullSource;
+          await opened.read(null, 10, new AbortController().signal);
+          await opened.close?.();
+        } catch (e) {
+          error = e;
+        }
+        expect(error).toBeInstanceOf(ConnectorError);
+        expect((error as ConnectorError).retryable).toBe(true);
+      });
+    }
+
+    if (options.destination) {
+      const destination = options.destination;
+      const open = async (config: JsonObject) => {
+        expect(problems(config, 'destination')).toEqual([]);
+        return plugin.destination!(ctx(config));
+      };
+      const ok = (results: WriteResult[]) => results.filter((r) => r.ok).length;
+
+      it('destination: writes a batch, and a batch delivered again leaves one copy per event id', async () => {
+        const config = await destination.config();
+        const writer = await open(config);
+        const batch = Array.from({ length: 20 }, (_, i) => event(i));
+        expect(ok(await writer.write(batch, new AbortController().signal))).toBe(20);
+        // Re-delivery after a crash: the same ids, part of them again.
+        expect(ok(await writer.write(batch.slice(5, 15), new AbortController().signal))).toBe(10);
+        const landed = await destination.landed(config);
+        expect(landed.map((e) => e.id).sort()).toEqual(batch.map((e) => e.id).sort());
+        const byId = new Map(landed.map((e) => [e.id, e]));
+        if (byId.get(batch[3]!.id)?.payload) expect(byId.get(batch[3]!.id)!.payload).toMatchObject({ n: 3 });
+        await writer.close?.();
+      });
+
+      if (destination.rejectable) {
+        it('destination: a record it refuses is a non-retryable result, and the rest land', async () => {
+          const config = await destination.config();
+          const bad = await destination.rejectable!(config);
+          const writer = await open(config);
+          const results = await writer.write([event(1), bad, event(2)], new AbortController().signal);
+          expect(results.map((r) => r.ok)).toEqual([true, false, true]);
+          const refused = results[1] as { ok: false; error: ConnectorError };
+          expect(refused.error).toBeInstanceOf(ConnectorError);
+          expect(refused.error.retryable).toBe(false);
+          expect((await destination.landed(config)).map((e) => e.id).sort()).toEqual([event(1).id, event(2).id]);
+          await writer.close?.();
+        });
+      }
+
+      it('destination: an unreachable server fails the batch with a retryable error', async () => {
+        const config = await options.unreachable('destination');
+        let error: unknown;
+        try {
+          const writer = await plugin.destination!(ctx(config));
+          await writer.write([event(1)], new AbortController().signal);
+          await writer.close?.();
+        } catch (e) {
+          error = e;
+        }
+        expect(error).toBeInstanceOf(ConnectorError);
+        expect((error as ConnectorError).retryable).toBe(true);
+      });
+    }
+
+    if (options.rotation) {
+      const rotation = options.rotation;
+      it('rotation: the new credentials pass a check', async () => {
+        expect(plugin.rotate, 'the plugin implements rotate').toBeTypeOf('function');
+        const config = await rotation.config();
+        const supplied = rotation.supplied ? await rotation.supplied(config) : undefined;
+        const fields = await plugin.rotate!(ctx(config), supplied ? { config: supplied } : {});
+        const rotated = { ...config, ...fields };
+        for (const key of Object.keys(fields)) expect(options.secretFields).toContain(key);
+        expect((await plugin.check!(ctx(rotated))).health).toBe('healthy');
+      });
+    }
+  });
+}
