@@ -19,8 +19,12 @@ const db = defineConnector({
     if (ctx.config.password === 'wrong') throw new ConnectorError('auth_failed', 'password authentication failed', { retryable: false });
     return { health: 'healthy', latencyMs: 1 };
   },
-  rotate: async () => ({ password: 'generated-secret' }),
+  rotate: async (_ctx, input) => {
+    rotateInputs.push(input.config ?? null);
+    return input.config?.password ? { password: `${input.config.password}` } : { password: 'generated-secret' };
+  },
 });
+const rotateInputs: Array<Record<string, unknown> | null> = [];
 const fixed = defineConnector({ type: 'fixed', version: '1.0.0', directions: ['source'], configSchema: Type.Object({ token: Secret(Type.String()) }) });
 const refuses = defineConnector({
   type: 'refuses',
@@ -93,6 +97,14 @@ describe('connector rotation', () => {
     expect(await codeOf(engine.connectors.rotate('ws', shared.id, { config: { host: 'elsewhere' } }))).toBe('validation_failed');
     expect(await codeOf(engine.connectors.rotate('ws', shared.id, { config: { password: '********' } }))).toBe('validation_failed');
     expect(await codeOf(engine.connectors.rotate('other-ws', shared.id))).toBe('not_found');
+  });
+
+  it('passes supplied credentials through the plugin, which may check or reshape them', async () => {
+    const { shared } = await setup();
+    rotateInputs.length = 0;
+    await engine.connectors.rotate('ws', shared.id, { config: { password: 'supplied' } });
+    expect(rotateInputs).toEqual([{ password: 'supplied' }]);
+    expect((await opened(shared.id)).config.password).toBe('supplied');
   });
 
   it('rolls back on a failed check: old credentials, pipelines resumed, 409 rotation_failed', async () => {

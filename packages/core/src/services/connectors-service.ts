@@ -284,7 +284,13 @@ export class ConnectorsService {
     // 2. New secret fields, merged and validated; 3. swapped in; 4. checked.
     let failure: FerryError | undefined;
     try {
-      const fields = supplied ?? ((await plugin.definition.rotate!(this.pluginContext(opened, new AbortController().signal), {})) as JsonObject);
+      // Supplied fields go through the plugin too, when it rotates: it may check them or derive
+      // the stored form (a password spliced into a connection string).
+      if (supplied) this.assertSecretFields(plugin, supplied);
+      const rotate = plugin.definition.rotate;
+      const fields = rotate
+        ? ((await rotate(this.pluginContext(opened, new AbortController().signal), supplied ? { config: supplied } : {})) as JsonObject)
+        : supplied!;
       this.assertSecretFields(plugin, fields);
       const merged = mergeConfig(joinSecrets(opened.row.config, this.unseal(opened.row)), fields, plugin.secretPaths);
       this.validateConfig(plugin, merged, opened.row.direction);
