@@ -6,7 +6,8 @@
  * - A Ferry package is imported by its public entry only (`@ferry/core`, never `@ferry/core/src/...`
  *   or any other subpath).
  * - Each package may import only the Ferry packages its layer allows: core none; http core; the
- *   framework adapters http and core; plugins and the test kit core; the server and everything
+ *   framework adapters http and core; plugins and the test kit core (a plugin's own test files,
+ *   `*.test.ts`, also the test kit, for its real test servers); the server and everything
  *   outside `packages/` and `plugins/` (examples, cross-package tests, benchmarks) any public entry.
  */
 import path from 'node:path';
@@ -18,6 +19,15 @@ const ALLOWED = {
   'packages/fastify': ['@ferry/core', '@ferry/http'],
   'packages/testing': ['@ferry/core'],
 };
+
+/**
+ * What a plugin file may import: core only, since a published plugin must run with nothing but
+ * core; its tests, which are never published, may also start real servers through the test kit.
+ * @param {string} file
+ */
+function pluginAllowed(file) {
+  return file.endsWith('.test.ts') ? ['@ferry/core', '@ferry/testing'] : ['@ferry/core'];
+}
 
 /** @param {string} file */
 function packageRootOf(file) {
@@ -61,7 +71,7 @@ const rule = {
         return;
       }
       if (!root) return;
-      const allowed = root.startsWith('plugins/') ? ['@ferry/core'] : ALLOWED[/** @type {keyof ALLOWED} */ (root)];
+      const allowed = root.startsWith('plugins/') ? pluginAllowed(file) : ALLOWED[/** @type {keyof ALLOWED} */ (root)];
       if (allowed && !allowed.includes(pkg)) {
         context.report({ node, messageId: 'layer', data: { root, pkg, allowed: allowed.join(', ') || 'none' } });
       }

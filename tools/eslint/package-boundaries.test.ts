@@ -16,6 +16,7 @@ tester.run('package-boundaries', plugin.rules['package-boundaries'], {
     { filename: file('packages/core/src/services/a.ts'), code: "import { x } from '../errors.js';" },
     { filename: file('packages/testing/src/index.ts'), code: "import { createEngine } from '@ferry/core';" },
     { filename: file('plugins/postgres/src/index.ts'), code: "import { defineConnector } from '@ferry/core';" },
+    { filename: file('plugins/postgres/src/source.test.ts'), code: "import { getSharedTestPostgres } from '@ferry/testing';" },
     { filename: file('packages/express/src/index.ts'), code: "import { createHttpApi } from '@ferry/http';" },
     { filename: file('test/storage/sqlite.test.ts'), code: "import { runStorageSuite } from '@ferry/testing';" },
     { filename: file('examples/embedded/src/main.ts'), code: "import { createEngine } from '@ferry/core';" },
@@ -27,6 +28,8 @@ tester.run('package-boundaries', plugin.rules['package-boundaries'], {
     { filename: file('packages/http/src/a.ts'), code: "import { x } from '@ferry/core/dist/index.js';", errors: [{ messageId: 'deepImport' }] },
     { filename: file('packages/core/src/a.ts'), code: "import { VirtualClock } from '@ferry/testing';", errors: [{ messageId: 'layer' }] },
     { filename: file('plugins/kafka/src/a.ts'), code: "import { createHttpApi } from '@ferry/http';", errors: [{ messageId: 'layer' }] },
+    { filename: file('plugins/postgres/src/source.ts'), code: "import { getSharedTestPostgres } from '@ferry/testing';", errors: [{ messageId: 'layer' }] },
+    { filename: file('plugins/postgres/src/source.test.ts'), code: "import { createHttpApi } from '@ferry/http';", errors: [{ messageId: 'layer' }] },
     { filename: file('packages/http/src/a.ts'), code: "const m = await import('@ferry/express');", errors: [{ messageId: 'layer' }] },
   ],
 });

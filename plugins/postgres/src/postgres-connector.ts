@@ -1,0 +1,84 @@
+import { ConnectorError, defineConnector, type ConnectorDefinition } from '@ferry/core';
+import { postgresConfigSchema, validatePostgresConfig } from './config.js';
+import { classifyError, clientConfig, createPool, withClient } from './connection.js';
+import { destinationSettings, postgresDestination } from './destination.js';
+import { rotatePostgres } from './rotate.js';
+import { postgresSource, sourceSettings } from './source.js';
+
+/** This plugin's version. */
+export const POSTGRES_PLUGIN_VERSION = '0.1.0';
+
+/** Options of {@link postgres}. */
+export interface PostgresOptions {
+  /**
+   * Most connections one opened source or destination holds (default 4). The engine reads and
+   * writes one batch at a time per pipeline, so a small pool is enough; it bounds the sessions
+   * N pipelines take on the server.
+   */
+  poolSize?: number;
+  /**
+   * How long to wait for a connection, in milliseconds (default 10000). A server that does not
+   * answer in time is a retryable `timeout`.
+   */
+  connectTimeoutMs?: number;
+}
+
+/** The `postgres` connector definition. */
+export type PostgresConnector = ConnectorDefinition<typeof postgresConfigSchema>;
+
+/**
+ * The `postgres` connector type (contract section 13). As a source it reads a table or a query
+ * incrementally by a unique, monotonic `cursor_column`; as a destination it writes batches with
+ * multi-row INSERTs keyed by the event id, so a re-delivered batch adds no duplicates.
+ *
+ * @example
+ * ```ts
+ * const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [postgres()] });
+ * ```
+ */
+export function postgres(options: PostgresOptions = {}): PostgresConnector {
+  const poolSize = options.poolSize ?? 4;
+  const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+  if (!Number.isInteger(poolSize) || poolSize < 1) throw new RangeError('postgres(): poolSize must be a positive integer.');
+  if (!Number.isFinite(connectTimeoutMs) || connectTimeoutMs <= 0) throw new RangeError('postgres(): connectTimeoutMs must be positive.');
+
+  return defineConnector({
+    type: 'postgres',
+    version: POSTGRES_PLUGIN_VERSION,
+    directions: ['source', 'destination'],
+    configSchema: postgresConfigSchema,
+
+    validateConfig: (config, direction) => validatePostgresConfig(config, direction),
+
+    async check(ctx) {
+      const started = ctx.clock.now();
+      try {
+        await withClient(clientConfig(ctx.config, { connectTimeoutMs }), (client) => client.query('SELECT 1'));
+        return { health: 'healthy', latencyMs: Math.max(0, ctx.clock.now() - started) };
+      } catch (error) {
+        const classified = classifyError(error, 'check');
+        return { health: 'down', latencyMs: Math.max(0, ctx.clock.now() - started), error: { code: classified.code, message: classified.message } };
+      }
+    },
+
+    source(ctx) {
+      // Settings first: a config the engine should have refused fails before a pool exists.
+      const settings = sourceSettings(ctx.config);
+      return postgresSource(createPool(ctx.config, { poolSize, connectTimeoutMs }), settings);
+    },
+
+    destination(ctx) {
+      const settings = destinationSettings(ctx.config);
+      return postgresDestination(createPool(ctx.config, { poolSize, connectTimeoutMs }), settings);
+    },
+
+    async rotate(ctx, input) {
+      try {
+        return await rotatePostgres(ctx.config, input, connectTimeoutMs);
+      } catch (error) {
+        if (error instanceof ConnectorError) throw error;
+        throw new ConnectorError('rotation_failed', 'Rotation failed unexpectedly.', { retryable: false, cause: error });
+      }
+    },
+  });
+}
