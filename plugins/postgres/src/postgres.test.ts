@@ -1,0 +1,209 @@
+import { createServer, type AddressInfo } from 'node:net';
+import { ConnectorError, silentLogger, systemClock, type ConnectorContext, type Destination, type DestinationEvent, type PipelineConnectorContext, type PullSource } from '@ferry/core';
+import { getSharedTestPostgres } from '@ferry/testing';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postgres, type PostgresConfig } from './index.js';
+
+const plugin = postgres({ connectTimeoutMs: 3000 });
+const never = new AbortController().signal;
+
+function ctx(config: PostgresConfig): ConnectorContext<PostgresConfig> {
+  return { config, connectorId: 'con_pg', workspaceId: 'default', logger: silentLogger, clock: systemClock, signal: never };
+}
+// Cast: the pipeline context may carry more than this plugin uses (the engine's inbox).
+const pipelineCtx = (config: PostgresConfig) => ({ ...ctx(config), pipelineId: 'pip_1' }) as unknown as PipelineConnectorContext<PostgresConfig>;
+
+let url: string;
+let admin: pg.Pool;
+const opened: { close?(): Promise<void> }[] = [];
+
+beforeAll(async () => {
+  url = await (await getSharedTestPostgres()).createDatabase('plugin_postgres');
+  admin = new pg.Pool({ connectionString: url, max: 2 });
+});
+afterAll(async () => {
+  for (const o of opened) await o.close?.();
+  await admin.end();
+});
+
+async function openSource(config: PostgresConfig): Promise<PullSource> {
+  const source = (await plugin.source!(pipelineCtx(config))) as PullSource;
+  opened.push(source);
+  return source;
+}
+async function openDestination(config: PostgresConfig): Promise<Destination> {
+  const destination = await plugin.destination!(pipelineCtx(config));
+  opened.push(destination);
+  return destination;
+}
+const event = (n: number, payload: Record<string, unknown> = { n }): DestinationEvent => ({
+  id: `evt_${n}`,
+  type: 'thing.happened',
+  occurredAt: '2026-01-02T03:04:05.678Z',
+  payload: payload as DestinationEvent['payload'],
+});
+
+/** A port on 127.0.0.1 nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('postgres source', () => {
+  it('reads from a checkpoint in batches and resumes without loss or duplicate', async () => {
+    await admin.query(`CREATE TABLE src_orders (seq bigserial PRIMARY KEY, kind text, at timestamptz, amount numeric, day date, raw bytea, tags text[])`);
+    await admin.query(
+      `INSERT INTO src_orders (kind, at, amount, day, raw, tags)
+       SELECT CASE WHEN g % 2 = 0 THEN 'order.paid' ELSE NULL END, '2026-01-01T00:00:00.123456Z'::timestamptz + g * interval '1 second', g * 1.5, '2026-03-04', '\\x0102', ARRAY['a','b'] FROM generate_series(1, 25) g`,
+    );
+    const config: PostgresConfig = { connection_string: url, table: 'public.src_orders', cursor_column: 'seq', type_column: 'kind', type: 'order.created', occurred_at_column: 'at', batch_size: 10 };
+    const source = await openSource(config);
+    const first = await source.read(null, 100, never);
+    expect(first.records).toHaveLength(10); // batch_size caps max
+    expect(first.records[0]).toMatchObject({ position: '1', type: 'order.created', payload: { seq: '1', amount: '1.5', day: '2026-03-04', raw: 'AQI=', tags: ['a', 'b'] } });
+    expect(first.records[1]!.type).toBe('order.paid');
+    expect((first.records[0]!.occurredAt as Date).toISOString()).toBe('2026-01-01T00:00:01.123Z');
+    expect(first.records[0]!.payload).not.toHaveProperty('__ferry_cursor');
+
+    // A restart: a new source, resuming from the committed checkpoint (as JSON, as stored).
+    const restarted = await openSource(config);
+    const seen = first.records.map((r) => r.position);
+    let checkpoint = JSON.parse(JSON.stringify(first.checkpoint));
+    await admin.query(`INSERT INTO src_orders (kind) VALUES ('late')`);
+    for (;;) {
+      const batch = await restarted.read(checkpoint, 7, never);
+      if (batch.records.length === 0) {
+        expect(batch.checkpoint).toEqual(checkpoint);
+        break;
+      }
+      seen.push(...batch.records.map((r) => r.position));
+      checkpoint = batch.checkpoint;
+    }
+    expect(seen).toEqual(Array.from({ length: 26 }, (_, i) => String(i + 1)));
+  });
+
+  it('reads a query and a timestamptz cursor without losing microseconds', async () => {
+    await admin.query(`CREATE TABLE src_ts (at timestamptz PRIMARY KEY, v int)`);
+    await admin.query(`INSERT INTO src_ts VALUES ('2026-01-01T00:00:00.000001Z', 1), ('2026-01-01T00:00:00.000002Z', 2), ('2026-01-01T00:00:00.000003Z', 3)`);
+    const source = await openSource({ connection_string: url, query: 'SELECT at, v FROM src_ts WHERE v > 0 -- trailing comment', cursor_column: 'at', type: 't' });
+    const a = await source.read(null, 2, never);
+    const b = await source.read(a.checkpoint, 2, never);
+    expect([...a.records, ...b.records].map((r) => r.payload.v)).toEqual([1, 2, 3]);
+  });
+});
+
+describe('postgres destination', () => {
+  it('creates its table, writes a batch, and ignores a re-delivery of the same ids', async () => {
+    const destination = await openDestination({ connection_string: url, table: 'dst_events', create_table: true });
+    const batch = Array.from({ length: 1500 }, (_, i) => event(i, { n: i, text: 'x' }));
+    expect((await destination.write(batch, never)).every((r) => r.ok)).toBe(true);
+    expect((await destination.write(batch.slice(0, 10), never)).every((r) => r.ok)).toBe(true);
+    const { rows } = await admin.query(`SELECT count(*)::int AS n, min(occurred_at) AS at FROM dst_events`);
+    expect(rows[0].n).toBe(1500);
+    expect((rows[0].at as Date).toISOString()).toBe('2026-01-02T03:04:05.678Z');
+    const one = await admin.query(`SELECT type, payload FROM dst_events WHERE id = 'evt_7'`);
+    expect(one.rows[0]).toEqual({ type: 'thing.happened', payload: { n: 7, text: 'x' } });
+  });
+
+  it('maps payload paths to columns, as JSON into jsonb and as text into text', async () => {
+    await admin.query(`CREATE TABLE dst_mapped (id text PRIMARY KEY, type text, occurred_at timestamptz, customer text, total numeric, meta jsonb)`);
+    const destination = await openDestination({ connection_string: url, table: 'dst_mapped', columns: { customer: 'customer.name', total: 'total', meta: 'meta' } });
+    const results = await destination.write([event(1, { customer: { name: 'Ada' }, total: 12.5, meta: 'plain' }), event(2, { total: 3 })], never);
+    expect(results).toEqual([{ ok: true }, { ok: true }]);
+    const { rows } = await admin.query(`SELECT id, customer, total::text AS total, meta FROM dst_mapped ORDER BY id`);
+    expect(rows).toEqual([
+      { id: 'evt_1', customer: 'Ada', total: '12.5', meta: 'plain' },
+      { id: 'evt_2', customer: null, total: '3', meta: null },
+    ]);
+  });
+
+  it('rejects only the bad row, non-retryably, and lands the rest', async () => {
+    await admin.query(`CREATE TABLE dst_checked (id text PRIMARY KEY, type text, occurred_at timestamptz, amount int NOT NULL CHECK (amount >= 0))`);
+    const destination = await openDestination({ connection_string: url, table: 'dst_checked', columns: { amount: 'amount' } });
+    const results = await destination.write([event(1, { amount: 1 }), event(2, { amount: -5 }), event(3, {}), event(4, { amount: 4 })], never);
+    expect(results.map((r) => r.ok)).toEqual([true, false, false, true]);
+    const bad = results[1] as { ok: false; error: ConnectorError };
+    expect(bad.error).toBeInstanceOf(ConnectorError);
+    expect(bad.error).toMatchObject({ code: 'record_rejected', retryable: false });
+    expect(bad.error.message).toContain('23514');
+    const { rows } = await admin.query(`SELECT id FROM dst_checked ORDER BY id`);
+    expect(rows.map((r) => r.id)).toEqual(['evt_1', 'evt_4']);
+  });
+
+  it('fails non-retryably when the table is missing', async () => {
+    const destination = await openDestination({ connection_string: url, table: 'nowhere' });
+    await expect(destination.write([event(1)], never)).rejects.toMatchObject({ code: 'table_not_found', retryable: false });
+  });
+});
+
+describe('postgres check and errors', () => {
+  it('is healthy with a latency', async () => {
+    const result = await plugin.check!(ctx({ connection_string: url }));
+    expect(result.health).toBe('healthy');
+    expect(result.latencyMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('reports an unreachable server as down and its writes as retryable, without secrets', async () => {
+    const config: PostgresConfig = { host: '127.0.0.1', port: await closedPort(), database: 'x', user: 'u', password: 'sup3r-secret', table: 't' };
+    const result = await plugin.check!(ctx(config));
+    expect(result).toMatchObject({ health: 'down', error: { code: 'connection_refused' } });
+    expect(JSON.stringify(result)).not.toContain('sup3r-secret');
+    const destination = await openDestination(config);
+    const failure = await destination.write([event(1)], never).catch((e: unknown) => e);
+    expect(failure).toMatchObject({ code: 'connection_refused', retryable: true });
+    expect((failure as Error).message).not.toContain('sup3r-secret');
+  });
+
+  it('reports a wrong password as auth_failed, not retryable', async () => {
+    const wrong = new URL(url);
+    wrong.password = 'not-the-password';
+    const result = await plugin.check!(ctx({ connection_string: wrong.toString() }));
+    expect(result).toMatchObject({ health: 'down', error: { code: 'auth_failed' } });
+    expect(result.error!.message).not.toContain('not-the-password');
+    const source = await openSource({ connection_string: wrong.toString(), table: 't', cursor_column: 'id', type: 'x' });
+    await expect(source.read(null, 10, never)).rejects.toMatchObject({ code: 'auth_failed', retryable: false });
+  });
+});
+
+describe('postgres rotate', () => {
+  const roleUrl = (role: string, password: string) => {
+    const u = new URL(url);
+    u.username = role;
+    u.password = password;
+    return u.toString();
+  };
+
+  it('sets a new password with ALTER ROLE through admin_connection_string', async () => {
+    await admin.query(`CREATE ROLE "ferry rotor" LOGIN PASSWORD 'old-password'`);
+    const config: PostgresConfig = { connection_string: roleUrl('ferry rotor', 'old-password'), admin_connection_string: url };
+    const fields = await plugin.rotate!(ctx(config), {});
+    expect(Object.keys(fields)).toEqual(['connection_string']);
+    expect(fields.connection_string).not.toContain('old-password');
+    expect((await plugin.check!(ctx({ connection_string: fields.connection_string! }))).health).toBe('healthy');
+    expect((await plugin.check!(ctx(config))).error?.code).toBe('auth_failed');
+
+    // Host-based config: the new password comes back as `password`.
+    const u = new URL(url);
+    const discrete: PostgresConfig = { host: u.hostname, port: Number(u.port), database: u.pathname.slice(1), user: 'ferry rotor', password: 'x', admin_connection_string: url };
+    const next = await plugin.rotate!(ctx(discrete), {});
+    expect(next.password).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect((await plugin.check!(ctx({ ...discrete, password: next.password! }))).health).toBe('healthy');
+  });
+
+  it('validates supplied credentials by connecting with them', async () => {
+    await admin.query(`CREATE ROLE supplied_role LOGIN PASSWORD 'first'`);
+    await admin.query(`ALTER ROLE supplied_role PASSWORD 'second'`);
+    const config: PostgresConfig = { connection_string: roleUrl('supplied_role', 'first') };
+    const fields = await plugin.rotate!(ctx(config), { config: { password: 'second' } });
+    expect(fields).toEqual({ connection_string: roleUrl('supplied_role', 'second') });
+    await expect(plugin.rotate!(ctx(config), { config: { password: 'third' } })).rejects.toMatchObject({ code: 'auth_failed', retryable: false });
+  });
+
+  it('needs supplied credentials without admin_connection_string', async () => {
+    await expect(plugin.rotate!(ctx({ connection_string: url }), {})).rejects.toMatchObject({ code: 'credentials_required', retryable: false });
+  });
+});
