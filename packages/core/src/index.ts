@@ -86,6 +86,7 @@ export type {
   Destination,
   ConnectorContext,
   PipelineConnectorContext,
+  ConnectorInbox,
   RotateInput,
   ConnectorDefinition,
   AnyConnectorDefinition,

@@ -66,9 +66,13 @@ describe('webhook config', () => {
     expect(plugin.prepareConfig({ signing_secret: secret }, 'source')).toEqual({ signing_secret: secret });
   });
 
-  it('declares its type and directions', () => {
+  it('declares its type and directions; as a source it reads the inbox the ingest endpoint fills', async () => {
     expect(plugin.type).toBe('webhook');
     expect(plugin.directions).toEqual(['source', 'destination', 'bidirectional']);
-    expect(plugin.source).toBeUndefined();
+    const batch = { records: [{ position: '1', type: 't', payload: {} }], checkpoint: 1 };
+    const asked: unknown[] = [];
+    const source = (await plugin.source!({ inbox: { read: async (checkpoint: unknown, max: number) => (asked.push([checkpoint, max]), batch) } } as never)) as { read(c: unknown, m: number): Promise<unknown> };
+    expect(await source.read(null, 10)).toBe(batch);
+    expect(asked).toEqual([[null, 10]]);
   });
 });

@@ -18,7 +18,7 @@ const secret = generateWebhookSecret();
 const plugin = webhook({ allowHttp: ['127.0.0.1'] });
 
 function ctx(config: WebhookConfig): PipelineConnectorContext<WebhookConfig> {
-  return { config, connectorId: 'con_1', workspaceId: 'default', pipelineId: 'pip_1', logger: silentLogger, clock, signal: new AbortController().signal };
+  return { config, connectorId: 'con_1', workspaceId: 'default', pipelineId: 'pip_1', logger: silentLogger, clock, signal: new AbortController().signal, inbox: { read: async () => ({ records: [], checkpoint: null }) } };
 }
 
 function events(n: number): DestinationEvent[] {

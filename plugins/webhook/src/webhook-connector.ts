@@ -53,7 +53,8 @@ export type WebhookConnector = ConnectorDefinition<typeof webhookConfigSchema> &
 /**
  * The `webhook` connector type (contract sections 11 and 13). As a destination it POSTs event
  * batches to `url`, signed with the connector's `signing_secret` the Standard Webhooks way. As a
- * source, events arrive at the core's ingest endpoint; this plugin does not read them yet.
+ * source, events arrive at the core's ingest endpoint (`POST /v2/ingest/{connector_id}`), which
+ * stores them in the connector's inbox before its 202; the pipeline reads them from there.
  *
  * @example
  * ```ts
@@ -98,6 +99,12 @@ export function webhook(options: WebhookOptions = {}): WebhookConnector {
         case 'network':
           return { health: 'down', latencyMs, error: { code: 'unreachable', message: `The receiver could not be reached (${outcome.code}).` } };
       }
+    },
+
+    // The events were verified and stored by the engine's ingest endpoint; reading them is
+    // reading the connector's inbox, in arrival order.
+    source(ctx) {
+      return { read: (checkpoint, max) => ctx.inbox.read(checkpoint, max) };
     },
 
     destination(ctx) {

@@ -22,6 +22,8 @@ import type {
   WriteResult,
 } from './types.js';
 
+const emptyInbox = { read: async (checkpoint: unknown) => ({ records: [], checkpoint: (checkpoint ?? null) as never }) };
+
 /*
  * The point of this file is what a third-party plugin author sees: every config access below is
  * typed from the TypeBox schema alone, with no casts and no annotations on the callbacks.
@@ -179,10 +181,10 @@ describe('defineConnector', () => {
       signal: new AbortController().signal,
     };
     await expect(thirdParty.check!(base)).resolves.toEqual({ health: 'healthy', latencyMs: 1 });
-    const source = (await thirdParty.source!({ ...base, pipelineId: 'pip_1' })) as PullSource;
+    const source = (await thirdParty.source!({ ...base, pipelineId: 'pip_1', inbox: emptyInbox })) as PullSource;
     const batch: SourceBatch = await source.read(null, 10, base.signal);
     expect(batch.records[0]?.payload).toEqual({ host: 'db.example.com', max: 10, from: null });
-    const destination = await thirdParty.destination!({ ...base, pipelineId: 'pip_1' });
+    const destination = await thirdParty.destination!({ ...base, pipelineId: 'pip_1', inbox: emptyInbox });
     const results = await destination.write(
       [
         { id: 'evt_1', type: 'good', occurredAt: '2026-11-22T10:00:00.000Z', payload: {} },

@@ -123,9 +123,24 @@ export interface ConnectorContext<TConfig> {
   readonly signal: AbortSignal;
 }
 
+/**
+ * Events the engine received for a connector on `POST /v2/ingest/{connector_id}` (contract
+ * section 11), stored durably before the sender got its 202. A source whose events are pushed to
+ * the engine over HTTP reads them from here, in arrival order.
+ */
+export interface ConnectorInbox {
+  /**
+   * Up to `max` events after `checkpoint` (`null`: from the first), oldest first. Each record's
+   * position is its place in the inbox; the batch's checkpoint is the position of its last one.
+   */
+  read(checkpoint: Checkpoint | null, max: number): Promise<SourceBatch>;
+}
+
 /** The context of a source or destination opened for one pipeline. */
 export interface PipelineConnectorContext<TConfig> extends ConnectorContext<TConfig> {
   readonly pipelineId: string;
+  /** This connector's inbox (see {@link ConnectorInbox}). */
+  readonly inbox: ConnectorInbox;
 }
 
 /** Input of a credential rotation (contract section 5.1). */

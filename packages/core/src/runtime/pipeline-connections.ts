@@ -1,7 +1,7 @@
 import type { EngineContext } from '../engine-context.js';
 import { isFerryError } from '../errors.js';
 import { scrub } from '../plugin/config-secrets.js';
-import type { ConnectorHealth, Destination, Source } from '../plugin/types.js';
+import type { ConnectorHealth, ConnectorInbox, Destination, Source } from '../plugin/types.js';
 import type { ConnectorsService, OpenedConnector } from '../services/connectors-service.js';
 import type { ConnectorRow } from '../storage/repositories/connectors-repo.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
@@ -56,7 +56,7 @@ export async function openConnections(
     }
   };
   try {
-    const pluginContext = (c: OpenedConnector) => ({ ...connectors.pluginContext(c, options.signal), pipelineId: pipeline.id });
+    const pluginContext = (c: OpenedConnector) => ({ ...connectors.pluginContext(c, options.signal), pipelineId: pipeline.id, inbox: connectorInbox(ctx, c.row.id) });
     if (options.withSource) {
       const open = source.plugin.definition.source;
       if (!open) throw new FlowError('source', 'direction_unsupported', `Connector type ${source.row.type} cannot be read from.`, false);
@@ -142,4 +142,18 @@ export function compileSteps(ctx: EngineContext, pipeline: PipelineRow): Transfo
  */
 export function connectorsVersion(source: ConnectorRow | null, destination: ConnectorRow | null): string {
   return JSON.stringify([source?.config, source?.secrets, source?.updated_at, destination?.config, destination?.secrets, destination?.updated_at]);
+}
+
+/** The inbox of one connector, as its plugin reads it (positions are inbox sequence numbers). */
+function connectorInbox(ctx: EngineContext, connectorId: string): ConnectorInbox {
+  return {
+    async read(checkpoint, max) {
+      const after = typeof checkpoint === 'number' ? checkpoint : 0;
+      const rows = await ctx.storage.repos.inbox.readAfter(connectorId, after, max);
+      return {
+        records: rows.map((row) => ({ position: String(row.seq), type: row.type, occurredAt: row.occurred_at, payload: row.payload })),
+        checkpoint: rows.length === 0 ? after : rows[rows.length - 1]!.seq,
+      };
+    },
+  };
 }
