@@ -134,6 +134,14 @@ describe('postgres destination', () => {
     expect(rows.map((r) => r.id)).toEqual(['evt_1', 'evt_4']);
   });
 
+  it('in insert mode, writes without a conflict clause: a re-delivered id is a rejected row', async () => {
+    const destination = await openDestination({ connection_string: url, table: 'dst_insert', create_table: true, mode: 'insert' });
+    expect((await destination.write([event(1), event(2)], never)).every((r) => r.ok)).toBe(true);
+    const again = await destination.write([event(2), event(3)], never);
+    expect(again.map((r) => r.ok)).toEqual([false, true]);
+    expect((again[0] as { ok: false; error: ConnectorError }).error.message).toContain('23505');
+  });
+
   it('fails non-retryably when the table is missing', async () => {
     const destination = await openDestination({ connection_string: url, table: 'nowhere' });
     await expect(destination.write([event(1)], never)).rejects.toMatchObject({ code: 'table_not_found', retryable: false });
