@@ -91,6 +91,8 @@ export function postgresDestination(pool: pg.Pool, settings: DestinationSettings
     return prepared;
   };
   const perStatement = rowsPerStatement(settings.columns.length);
+  // pg refuses a second end(); the engine may close on pause and again on stop.
+  let closing: Promise<void> | undefined;
 
   return {
     async write(events, signal) {
@@ -125,9 +127,7 @@ export function postgresDestination(pool: pg.Pool, settings: DestinationSettings
       }
       return results;
     },
-    async close() {
-      await pool.end();
-    },
+    close: () => (closing ??= pool.end()),
   };
 }
 

@@ -24,6 +24,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const o of opened) await o.close?.();
+  await opened[0]?.close?.(); // the engine may close twice (pause, then stop): harmless
   await admin.end();
 });
 

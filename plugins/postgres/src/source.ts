@@ -68,6 +68,8 @@ export function readSql(settings: SourceSettings, fromCheckpoint: boolean): stri
  * must be unique (README: "Choosing a cursor").
  */
 export function postgresSource(pool: pg.Pool, settings: SourceSettings): PullSource {
+  // pg refuses a second end(); the engine may close on pause and again on stop.
+  let closing: Promise<void> | undefined;
   return {
     async read(checkpoint, max, signal) {
       if (signal.aborted) throw new ConnectorError('aborted', 'The read was cancelled.', { retryable: true });
@@ -84,9 +86,7 @@ export function postgresSource(pool: pg.Pool, settings: SourceSettings): PullSou
       const last = records.at(-1);
       return { records, checkpoint: last === undefined ? (checkpoint ?? null) : last.position };
     },
-    async close() {
-      await pool.end();
-    },
+    close: () => (closing ??= pool.end()),
   };
 }
 
