@@ -1,0 +1,167 @@
+/**
+ * Postgres to Postgres through the engine, against a bare COPY of the same rows in the same run.
+ * One embedded Postgres (or DATABASE_URL); a data database holds `source_rows (id bigint primary
+ * key, note text, amount int, created_at timestamptz)` with BENCH_POSTGRES_ROWS rows (default
+ * 1,000,000, made by generate_series, about 60 bytes of row each):
+ *  - `bare: copy`: rows/s of `COPY (SELECT ...) TO STDOUT` on one connection piped (pg-copy-streams,
+ *    `stream.pipeline`, so backpressure bounds the memory) into `COPY landed FROM STDIN` on
+ *    another, into a table of the destination's default layout `(id text primary key, type text,
+ *    occurred_at timestamptz, payload jsonb)`. The SELECT builds the rows the pipeline writes: an
+ *    id as long as the engine's (`evt_` and 26 characters), the type `row.copied`, `created_at`
+ *    as occurred_at and the row as a jsonb object (with the source connector's text forms: int8
+ *    as a string, timestamptz as ISO; stderr shows one row of each case). Timed to the
+ *    COPY FROM's end, i.e. committed. Measured again before each engine case; each engine case's
+ *    ratio is against the copy just before it.
+ *  - `pipeline (engine on postgres|sqlite)`: events/s of a streaming pipeline (@ferry/postgres
+ *    source on `source_rows`, cursor `id`, `occurred_at_column` created_at, batches of
+ *    BENCH_POSTGRES_BATCH, default 1,000; @ferry/postgres destination into an empty `landed`),
+ *    with the engine's storage (and so its event log) on another database of the same Postgres,
+ *    or on a SQLite file in /dev/shm. Timed from the activation of the pipeline until
+ *    `SELECT count(*) FROM landed` shows every row (polled every 250 ms, so up to 250 ms late);
+ *    a case that has not finished in BENCH_POSTGRES_DEADLINE_S seconds (default 900) fails.
+ * Each case starts from an empty `landed`, truncated and vacuumed in between. The engine runs in
+ * this process on the system clock; the data and the copy are in the Postgres server's processes.
+ * BENCH_POSTGRES_CASES (default `postgres,sqlite`) picks the engine cases. The issue's target:
+ * the pipeline at least 30 % of the bare copy's rows/s.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { pipeline as streamPipeline } from 'node:stream/promises';
+import pg from 'pg';
+import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
+import { createEngine, generateSecretKey, postgres as postgresStorage, sqlite, type StorageConfig } from '@ferry/core';
+import { postgres } from '@ferry/postgres';
+import { startTestPostgres, type TestPostgres } from '@ferry/testing';
+import { emit } from '../emit.js';
+
+const ROWS = Number(process.env.BENCH_POSTGRES_ROWS ?? 1_000_000);
+const BATCH = Number(process.env.BENCH_POSTGRES_BATCH ?? 1000);
+const DEADLINE_MS = Number(process.env.BENCH_POSTGRES_DEADLINE_S ?? 900) * 1000;
+const CASES = (process.env.BENCH_POSTGRES_CASES ?? 'postgres,sqlite').split(',').filter(Boolean);
+const POLL_MS = 250;
+const WS = 'bench';
+
+const log = (message: string) => console.error(`postgres bench: ${message}`);
+
+const LANDED = 'CREATE TABLE landed (id text PRIMARY KEY, type text NOT NULL, occurred_at timestamptz NOT NULL, payload jsonb)';
+
+/** The rows the pipeline writes, built by the server: the payload has the source's text forms. */
+const COPY_SELECT = `SELECT 'evt_' || lpad(id::text, 26, '0') AS id, 'row.copied' AS type, created_at AS occurred_at,
+  json_build_object('id', id::text, 'note', note, 'amount', amount,
+    'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::jsonb AS payload
+  FROM source_rows ORDER BY id`;
+
+async function landedCount(admin: pg.Pool): Promise<number> {
+  return Number((await admin.query('SELECT count(*) AS n FROM landed')).rows[0].n);
+}
+
+/** One landed row on stderr, to compare what the copy and the pipeline wrote. */
+async function sample(admin: pg.Pool, what: string): Promise<void> {
+  const row = (await admin.query("SELECT id, type, occurred_at, payload::text AS payload FROM landed WHERE payload->>'id' = '2'")).rows[0];
+  log(`${what}: row 2 landed as ${JSON.stringify(row)}`);
+}
+
+async function emptyLanded(admin: pg.Pool): Promise<void> {
+  await admin.query('DROP TABLE IF EXISTS landed');
+  await admin.query(LANDED);
+  await admin.query('CHECKPOINT');
+}
+
+/** The bare copy: COPY TO STDOUT on one connection, piped into COPY FROM STDIN on another. */
+async function bareCopy(dataUrl: string, admin: pg.Pool): Promise<number> {
+  await emptyLanded(admin);
+  const reader = new pg.Client({ connectionString: dataUrl });
+  const writer = new pg.Client({ connectionString: dataUrl });
+  await reader.connect();
+  await writer.connect();
+  try {
+    const started = performance.now();
+    await streamPipeline(reader.query(copyTo(`COPY (${COPY_SELECT}) TO STDOUT`)), writer.query(copyFrom('COPY landed (id, type, occurred_at, payload) FROM STDIN')));
+    const seconds = (performance.now() - started) / 1000;
+    const n = await landedCount(admin);
+    if (n !== ROWS) throw new Error(`bare copy: ${n} rows landed, expected ${ROWS}`);
+    log(`bare copy: ${ROWS} rows in ${seconds.toFixed(1)} s`);
+    await sample(admin, 'bare copy');
+    return ROWS / seconds;
+  } finally {
+    await reader.end();
+    await writer.end();
+  }
+}
+
+/** One engine case: a streaming pipeline source_rows -> landed, timed until every row is there. */
+async function engineCase(name: string, storage: StorageConfig, dataUrl: string, admin: pg.Pool, baseline: number): Promise<void> {
+  await emptyLanded(admin);
+  const engine = await createEngine({ storage, secretKey: generateSecretKey(), plugins: [postgres()], webhookDelivery: false });
+  await engine.start();
+  try {
+    const source = await engine.connectors.create(WS, {
+      type: 'postgres',
+      direction: 'source',
+      config: { connection_string: dataUrl, table: 'source_rows', cursor_column: 'id', occurred_at_column: 'created_at', type: 'row.copied', batch_size: BATCH },
+    });
+    const destination = await engine.connectors.create(WS, { type: 'postgres', direction: 'destination', config: { connection_string: dataUrl, table: 'landed' } });
+    const cpu = process.cpuUsage();
+    const started = performance.now();
+    await engine.pipelines.create(WS, { name: 'copy', source_connector_id: source.id, destination_connector_id: destination.id, batch_size: BATCH, activate: true });
+    let n = 0;
+    let lastReport = started;
+    while ((n = await landedCount(admin)) < ROWS) {
+      const now = performance.now();
+      if (now - started > DEADLINE_MS) throw new Error(`${name}: only ${n} of ${ROWS} rows landed after ${DEADLINE_MS / 1000} s`);
+      if (now - lastReport > 10_000) {
+        lastReport = now;
+        log(`${name}: ${n} rows after ${((now - started) / 1000).toFixed(0)} s, rss ${(process.memoryUsage().rss / 1e6).toFixed(0)} MB`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const used = process.cpuUsage(cpu);
+    if (n !== ROWS) throw new Error(`${name}: ${n} rows landed, expected ${ROWS}`);
+    log(`${name}: ${ROWS} rows in ${seconds.toFixed(1)} s; engine process CPU ${((used.user + used.system) / ROWS).toFixed(0)} µs per row, ${((used.user + used.system) / 1e4 / seconds).toFixed(0)} % of a core; rss ${(process.memoryUsage().rss / 1e6).toFixed(0)} MB`);
+    await sample(admin, name);
+    emit('postgres', `pipeline (${name})`, ROWS / seconds, 'events/s', baseline);
+  } finally {
+    await engine.stop();
+  }
+}
+
+let server: TestPostgres | undefined;
+let admin: pg.Pool | undefined;
+const shmDirs: string[] = [];
+try {
+  server = await startTestPostgres();
+  const dataUrl = await server.createDatabase('bench_postgres_data');
+  admin = new pg.Pool({ connectionString: dataUrl, max: 2 });
+  await admin.query('CREATE TABLE source_rows (id bigint PRIMARY KEY, note text NOT NULL, amount int NOT NULL, created_at timestamptz NOT NULL)');
+  await admin.query(
+    `INSERT INTO source_rows SELECT g, 'row ' || g || ' of the bench', (g * 7919) % 100000, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second' FROM generate_series(1, ${ROWS}) AS g`,
+  );
+  await admin.query('VACUUM ANALYZE source_rows');
+  log(`${ROWS} source rows, batches of ${BATCH}`);
+
+  // Warm-up: the server's caches and the client's code paths; not reported.
+  await bareCopy(dataUrl, admin);
+  let baseline = await bareCopy(dataUrl, admin);
+  emit('postgres', 'bare: copy', baseline, 'rows/s');
+
+  for (const kase of CASES) {
+    if (kase === 'postgres') {
+      await engineCase('engine on postgres', postgresStorage({ connectionString: await server.createDatabase('bench_postgres_engine') }), dataUrl, admin, baseline);
+    } else if (kase === 'sqlite') {
+      const dir = mkdtempSync('/dev/shm/ferry-bench-postgres-');
+      shmDirs.push(dir);
+      await engineCase('engine on sqlite', sqlite({ filename: join(dir, 'ferry.db') }), dataUrl, admin, baseline);
+    } else {
+      throw new Error(`unknown BENCH_POSTGRES_CASES entry ${kase}`);
+    }
+    if (kase !== CASES.at(-1)) {
+      baseline = await bareCopy(dataUrl, admin);
+      emit('postgres', 'bare: copy', baseline, 'rows/s');
+    }
+  }
+} finally {
+  await admin?.end();
+  await server?.stop();
+  for (const dir of shmDirs) rmSync(dir, { recursive: true, force: true });
+}
