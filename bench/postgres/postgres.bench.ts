@@ -135,7 +135,7 @@ try {
   admin = new pg.Pool({ connectionString: dataUrl, max: 2 });
   await admin.query('CREATE TABLE source_rows (id bigint PRIMARY KEY, note text NOT NULL, amount int NOT NULL, created_at timestamptz NOT NULL)');
   await admin.query(
-    `INSERT INTO source_rows SELECT g, 'row ' || g || ' of the bench', (g * 7919) % 100000, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second' FROM generate_series(1, ${ROWS}) AS g`,
+    `INSERT INTO source_rows SELECT g, 'row ' || g || ' of the bench', ((g::bigint * 7919) % 100000)::int, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second' FROM generate_series(1, ${ROWS}) AS g`,
   );
   await admin.query('VACUUM ANALYZE source_rows');
   log(`${ROWS} source rows, batches of ${BATCH}`);
