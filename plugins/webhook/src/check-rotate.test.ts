@@ -1,7 +1,7 @@
 import { ConnectorError, generateWebhookSecret, silentLogger, systemClock, type Clock, type ConnectorContext } from '@ferry/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhook, type WebhookConfig } from './index.js';
-import { TestClock } from './test-clock.js';
+import { VirtualClock } from '@ferry/testing';
 import { startReceiver, type TestReceiver } from './test-receiver.js';
 
 const plugin = webhook({ allowHttp: ['127.0.0.1'] });
@@ -44,7 +44,7 @@ describe('webhook check', () => {
 
   it('is down with `timeout` when the receiver never answers within timeout_ms of the context clock', async () => {
     receiver.reply(() => 'hang');
-    const clock = new TestClock();
+    const clock = new VirtualClock(undefined, { settleRealMs: 1 });
     const before = receiver.requests.length;
     const checking = plugin.check!(ctx({ url: receiver.url, timeout_ms: 1000 }, clock));
     await new Promise<void>((resolve) => {

@@ -9,11 +9,11 @@ import {
 } from '@ferry/core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { webhook, type WebhookConfig } from './index.js';
-import { TestClock } from './test-clock.js';
+import { VirtualClock } from '@ferry/testing';
 import { startReceiver, type ReceivedRequest, type TestReceiver } from './test-receiver.js';
 
 const NOW_MS = 1_760_000_000_123;
-const clock = new TestClock(NOW_MS);
+const clock = new VirtualClock(NOW_MS, { settleRealMs: 1 });
 const secret = generateWebhookSecret();
 const plugin = webhook({ allowHttp: ['127.0.0.1'] });
 
