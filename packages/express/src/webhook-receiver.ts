@@ -1,15 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
-import { FerryError, verifyWebhook, WebhookVerificationError } from '@ferry/core';
-import { problemResponse } from '@ferry/http';
-
-/** What a verified request carries besides its body: the message id and unix-seconds timestamp. */
-export interface VerifiedWebhook {
-  /** `webhook-id`: the delivery's event id, the same on every retry, so receivers dedupe on it. */
-  id: string;
-  /** `webhook-timestamp`, unix seconds. */
-  timestamp: number;
-}
+import type { FerryError } from '@ferry/core';
+import {
+  problemResponse,
+  readLimitedBody,
+  WEBHOOK_BODY_LIMIT,
+  WebhookBodyTooLarge,
+  webhookReceiverCore,
+  type VerifiedWebhook,
+  type WebhookCheck,
+  type WebhookReceiverBaseOptions,
+  type WebhookSecrets,
+} from '@ferry/http';
 
 declare global {
   // Express's own extension point for request properties (declaration merging).
@@ -24,35 +26,10 @@ declare global {
   }
 }
 
-/** Signing secrets: one, or several while a rotated secret overlaps the new one. */
-export type WebhookSecrets = string | readonly string[];
-
 /** Options of {@link verifyWebhooks}. */
-export interface WebhookReceiverOptions {
-  /**
-   * The subscription's `whsec_` signing secret, several during a rotation overlap (a delivery is
-   * accepted when any of its signatures matches any of them), or a function that finds them for
-   * a request, e.g. by a tenant in its path.
-   */
-  secret: WebhookSecrets | ((req: Request) => WebhookSecrets | Promise<WebhookSecrets>);
-  /** Largest accepted distance between `webhook-timestamp` and now, in seconds (default 300). */
-  toleranceSeconds?: number;
-  /** The receiver's time in ms (default: the wall clock; tests pass a virtual one). */
-  now?: () => number;
-  /** Largest accepted body in bytes (default 1 MiB): larger ones are 413 before anything is verified. */
-  limit?: number;
-  /**
-   * Called with each rejected request, before the 401. The error's `reason` says which check
-   * failed: worth a log line, never worth telling the sender.
-   */
-  onRejected?: (error: WebhookVerificationError, req: Request) => void;
-}
+export type WebhookReceiverOptions = WebhookReceiverBaseOptions<Request>;
 
-/** Default of {@link WebhookReceiverOptions.limit}: the /v2 API's own body limit. */
-export const WEBHOOK_BODY_LIMIT = 1024 * 1024;
-
-/** Thrown while reading a body that outgrows the limit; answered 413. */
-class TooLarge extends Error {}
+export { WEBHOOK_BODY_LIMIT, type VerifiedWebhook, type WebhookSecrets };
 
 function writeProblem(res: Response, error: FerryError, extraHeaders: Record<string, string> = {}): void {
   const requestId = randomUUID();
@@ -62,19 +39,6 @@ function writeProblem(res: Response, error: FerryError, extraHeaders: Record<str
   for (const [name, value] of Object.entries({ ...response.headers, ...extraHeaders, 'x-request-id': requestId })) res.setHeader(name, value);
   res.setHeader('content-length', Buffer.byteLength(response.body!));
   res.end(response.body);
-}
-
-async function readStream(req: Request, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer | string>) {
-    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-    size += buf.byteLength;
-    // Cut off as soon as it is known, so an endless chunked body is never buffered.
-    if (size > limit) throw new TooLarge();
-    chunks.push(buf);
-  }
-  return Buffer.concat(chunks, size);
 }
 
 /**
@@ -91,9 +55,7 @@ async function rawBodyOf(req: Request, limit: number): Promise<Buffer | null> {
   // Express 5 leaves req.body undefined unless a parser set it; a parser that skipped the request
   // (another media type, no body) left the stream unread.
   if (body === undefined && !req.readableEnded) {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limit) throw new TooLarge();
-    return readStream(req, limit);
+    return readLimitedBody(req as AsyncIterable<Buffer | string>, limit, req.headers['content-length']);
   }
   return null;
 }
@@ -128,62 +90,34 @@ async function rawBodyOf(req: Request, limit: number): Promise<Buffer | null> {
  * ```
  */
 export function verifyWebhooks(options: WebhookReceiverOptions): RequestHandler {
-  const limit = options.limit ?? WEBHOOK_BODY_LIMIT;
-  if (!(limit >= 0)) throw new FerryError('configuration_invalid', 'The webhook body limit must be a number of bytes, 0 or more.');
-  const { secret, onRejected } = options;
-  if (typeof secret !== 'function') {
-    // A static secret or option that is wrong fails here, at startup, rather than on the first delivery.
-    try {
-      verifyWebhook('', {}, secret, configurationOf(options));
-    } catch (error) {
-      if (!(error instanceof WebhookVerificationError)) throw error;
-    }
-  }
-
+  const receiver = webhookReceiverCore(options);
   return async (req, res, next) => {
     let raw: Buffer | null;
     try {
-      raw = await rawBodyOf(req, limit);
+      raw = await rawBodyOf(req, receiver.limit);
     } catch (error) {
-      if (!(error instanceof TooLarge)) throw error;
-      // The rest of the body is not read: close the connection rather than drain it.
-      writeProblem(res, new FerryError('payload_too_large', `The webhook body is larger than ${limit} bytes.`), { connection: 'close' });
+      if (!(error instanceof WebhookBodyTooLarge)) throw error;
+      writeProblem(res, receiver.tooLarge(), { connection: 'close' });
       return;
     }
     if (raw === null) {
       writeMisconfigured(res);
       return;
     }
-    let verified: VerifiedWebhook;
+    let checked: WebhookCheck;
     try {
-      const secrets = typeof secret === 'function' ? await secret(req) : secret;
-      verified = verifyWebhook(raw, req.headers, secrets, configurationOf(options));
+      checked = await receiver.check(req, raw, req.headers);
     } catch (error) {
-      if (!(error instanceof WebhookVerificationError)) return next(error);
-      onRejected?.(error, req);
-      // The same generic answer for every reason: telling which check failed would help a forger.
-      writeProblem(res, error);
-      return;
+      return next(error);
     }
-    let parsed: unknown;
-    try {
-      parsed = raw.length === 0 ? undefined : JSON.parse(raw.toString('utf8'));
-    } catch {
-      // Signed but not JSON: the sender's fault, and it knows the body anyway.
-      writeProblem(res, new FerryError('malformed_json', 'The webhook body is not valid JSON.'));
+    if (!checked.ok) {
+      writeProblem(res, checked.problem);
       return;
     }
     req.rawBody = raw;
-    req.body = parsed;
-    req.webhook = verified;
+    req.body = checked.body;
+    req.webhook = checked.webhook;
     next();
-  };
-}
-
-function configurationOf(options: WebhookReceiverOptions): { toleranceSeconds?: number; now?: number } {
-  return {
-    ...(options.toleranceSeconds !== undefined ? { toleranceSeconds: options.toleranceSeconds } : {}),
-    ...(options.now !== undefined ? { now: options.now() } : {}),
   };
 }
 

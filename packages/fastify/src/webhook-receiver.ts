@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { FerryError, verifyWebhook, WebhookVerificationError } from '@ferry/core';
-import { problemResponse } from '@ferry/http';
-
-/** What a verified request carries besides its body: the message id and unix-seconds timestamp. */
-export interface VerifiedWebhook {
-  /** `webhook-id`: the delivery's event id, the same on every retry, so receivers dedupe on it. */
-  id: string;
-  /** `webhook-timestamp`, unix seconds. */
-  timestamp: number;
-}
+import type { FerryError } from '@ferry/core';
+import {
+  problemResponse,
+  readLimitedBody,
+  WEBHOOK_BODY_LIMIT,
+  WebhookBodyTooLarge,
+  webhookReceiverCore,
+  type VerifiedWebhook,
+  type WebhookReceiverBaseOptions,
+  type WebhookSecrets,
+} from '@ferry/http';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -20,40 +21,16 @@ declare module 'fastify' {
   }
 }
 
-/** Signing secrets: one, or several while a rotated secret overlaps the new one. */
-export type WebhookSecrets = string | readonly string[];
-
-/** Options of {@link webhookReceiver}, besides Fastify's own register options (`prefix`). */
-export interface WebhookReceiverOptions {
-  /**
-   * The subscription's `whsec_` signing secret, several during a rotation overlap (a delivery is
-   * accepted when any of its signatures matches any of them), or a function that finds them for
-   * a request, e.g. by a tenant in its path.
-   */
-  secret: WebhookSecrets | ((request: FastifyRequest) => WebhookSecrets | Promise<WebhookSecrets>);
+/** Options of {@link webhookReceiver}. */
+export interface WebhookReceiverOptions extends WebhookReceiverBaseOptions<FastifyRequest> {
   /**
    * Declares the routes to guard, on the plugin's own encapsulated instance: only they get the
    * raw-body parser and the verification hook.
    */
   routes: (instance: FastifyInstance) => void | Promise<void>;
-  /** Largest accepted distance between `webhook-timestamp` and now, in seconds (default 300). */
-  toleranceSeconds?: number;
-  /** The receiver's time in ms (default: the wall clock; tests pass a virtual one). */
-  now?: () => number;
-  /** Largest accepted body in bytes (default 1 MiB): larger ones are 413 before anything is verified. */
-  limit?: number;
-  /**
-   * Called with each rejected request, before the 401. The error's `reason` says which check
-   * failed: worth a log line, never worth telling the sender.
-   */
-  onRejected?: (error: WebhookVerificationError, request: FastifyRequest) => void;
 }
 
-/** Default of {@link WebhookReceiverOptions.limit}: the /v2 API's own body limit. */
-export const WEBHOOK_BODY_LIMIT = 1024 * 1024;
-
-/** Thrown while reading a body that outgrows the limit; answered 413. */
-class TooLarge extends Error {}
+export { WEBHOOK_BODY_LIMIT, type VerifiedWebhook, type WebhookSecrets };
 
 function sendProblem(reply: FastifyReply, error: FerryError, extraHeaders: Record<string, string> = {}): FastifyReply {
   const requestId = randomUUID();
@@ -61,30 +38,6 @@ function sendProblem(reply: FastifyReply, error: FerryError, extraHeaders: Recor
   reply.code(response.status).headers({ ...response.headers, ...extraHeaders, 'x-request-id': requestId });
   // A Buffer, not a string: Fastify would append a charset to the problem's Content-Type.
   return reply.send(Buffer.from(response.body!));
-}
-
-async function readBody(request: FastifyRequest, limit: number): Promise<Buffer> {
-  const declared = Number(request.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) throw new TooLarge();
-  // The parser below hands over the unread stream; bodyless requests never reach it.
-  const stream = (request.body as AsyncIterable<Buffer | string> | undefined) ?? request.raw;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of stream) {
-    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-    size += buf.byteLength;
-    // Cut off as soon as it is known, so an endless chunked body is never buffered.
-    if (size > limit) throw new TooLarge();
-    chunks.push(buf);
-  }
-  return Buffer.concat(chunks, size);
-}
-
-function configurationOf(options: WebhookReceiverOptions): { toleranceSeconds?: number; now?: number } {
-  return {
-    ...(options.toleranceSeconds !== undefined ? { toleranceSeconds: options.toleranceSeconds } : {}),
-    ...(options.now !== undefined ? { now: options.now() } : {}),
-  };
 }
 
 /**
@@ -123,17 +76,7 @@ function configurationOf(options: WebhookReceiverOptions): { toleranceSeconds?: 
  * ```
  */
 export const webhookReceiver: FastifyPluginAsync<WebhookReceiverOptions> = async (app, options) => {
-  const limit = options.limit ?? WEBHOOK_BODY_LIMIT;
-  if (!(limit >= 0)) throw new FerryError('configuration_invalid', 'The webhook body limit must be a number of bytes, 0 or more.');
-  const { secret, onRejected } = options;
-  if (typeof secret !== 'function') {
-    // A static secret or option that is wrong fails the registration, not the first delivery.
-    try {
-      verifyWebhook('', {}, secret, configurationOf(options));
-    } catch (error) {
-      if (!(error instanceof WebhookVerificationError)) throw error;
-    }
-  }
+  const receiver = webhookReceiverCore(options);
 
   // Inherited decorations (another raw-body plugin higher up) are reused rather than redeclared.
   if (!app.hasRequestDecorator('rawBody')) app.decorateRequest('rawBody', undefined);
@@ -148,32 +91,19 @@ export const webhookReceiver: FastifyPluginAsync<WebhookReceiverOptions> = async
   app.addHook('preValidation', async (request, reply) => {
     let raw: Buffer;
     try {
-      raw = await readBody(request, limit);
+      // The parser below hands over the unread stream; bodyless requests never reach it.
+      const stream = (request.body as AsyncIterable<Buffer | string> | undefined) ?? request.raw;
+      raw = await readLimitedBody(stream, receiver.limit, request.headers['content-length']);
     } catch (error) {
-      if (!(error instanceof TooLarge)) throw error;
+      if (!(error instanceof WebhookBodyTooLarge)) throw error;
       // The rest of the body is not read: close the connection rather than drain it.
-      return sendProblem(reply, new FerryError('payload_too_large', `The webhook body is larger than ${limit} bytes.`), { connection: 'close' });
+      return sendProblem(reply, receiver.tooLarge(), { connection: 'close' });
     }
-    let verified: VerifiedWebhook;
-    try {
-      const secrets = typeof secret === 'function' ? await secret(request) : secret;
-      verified = verifyWebhook(raw, request.headers, secrets, configurationOf(options));
-    } catch (error) {
-      if (!(error instanceof WebhookVerificationError)) throw error;
-      onRejected?.(error, request);
-      // The same generic answer for every reason: telling which check failed would help a forger.
-      return sendProblem(reply, error);
-    }
-    let parsed: unknown;
-    try {
-      parsed = raw.length === 0 ? undefined : JSON.parse(raw.toString('utf8'));
-    } catch {
-      // Signed but not JSON: the sender's fault, and it knows the body anyway.
-      return sendProblem(reply, new FerryError('malformed_json', 'The webhook body is not valid JSON.'));
-    }
+    const checked = await receiver.check(request, raw, request.headers);
+    if (!checked.ok) return sendProblem(reply, checked.problem);
     request.rawBody = raw;
-    request.body = parsed;
-    request.webhook = verified;
+    request.body = checked.body;
+    request.webhook = checked.webhook;
   });
 
   await options.routes(app);

@@ -8,4 +8,15 @@
  */
 export { createHttpApi } from './create-http-api.js';
 export { problemResponse } from './problem.js';
+export {
+  readLimitedBody,
+  WEBHOOK_BODY_LIMIT,
+  WebhookBodyTooLarge,
+  webhookReceiverCore,
+  type VerifiedWebhook,
+  type WebhookCheck,
+  type WebhookReceiver,
+  type WebhookReceiverBaseOptions,
+  type WebhookSecrets,
+} from './webhook-receiver.js';
 export type { HttpApi, HttpApiOptions, HttpBody, HttpHeaders, HttpRequest, HttpResponse, RateLimitSettings, RequestLog, RouteInfo } from './types.js';
