@@ -7,22 +7,12 @@
 import pg from 'pg';
 import { expect, it } from 'vitest';
 import { postgres } from '@ferry/postgres';
-import { getSharedTestPostgres, type VirtualClock } from '@ferry/testing';
+import { eventually, getSharedTestPostgres } from '@ferry/testing';
 import { describeMatrix } from '../http/harness.js';
 
 describeMatrix(
   'postgres to postgres over the API',
   (ctx) => {
-    /** Waits for the engine's real I/O between steps of virtual time (never for time itself). */
-    async function eventually(clock: VirtualClock, check: () => Promise<boolean>, stepMs = 1000, steps = 400): Promise<void> {
-      for (let i = 0; i < steps; i++) {
-        if (await check()) return;
-        await clock.advance(stepMs);
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
-      throw new Error('condition not met');
-    }
-
     it('streams rows through transforms, once; a refused row is dead-lettered, fixed, replayed and lands', async () => {
       const url = await (await getSharedTestPostgres()).createDatabase('e2e');
       const db = new pg.Pool({ connectionString: url, max: 2 });
@@ -63,7 +53,7 @@ describeMatrix(
         const pipeline = created.body as { id: string };
         const copied = async () => Number((await db.query('SELECT count(*) AS n FROM copied')).rows[0].n);
 
-        await eventually(ctx.clock, async () => (await copied()) === 40);
+        await eventually(ctx.clock, async () => (await copied()) === 40, 1000, 400, 5);
         // Rows inserted while it runs, one of them refused by the destination.
         await insert(41, 30, (n) => (n === 55 ? -55 : n));
         const deadLetters = async () => {
@@ -71,7 +61,7 @@ describeMatrix(
           expect(res.status, res.text).toBe(200);
           return (res.body as { data: Array<{ id: string; payload: { amount: number } }> }).data;
         };
-        await eventually(ctx.clock, async () => (await copied()) === 69 && (await deadLetters()).length === 1);
+        await eventually(ctx.clock, async () => (await copied()) === 69 && (await deadLetters()).length === 1, 1000, 400, 5);
         const [dead] = await deadLetters();
         expect(dead!.payload.amount).toBe(-55);
 
@@ -79,7 +69,7 @@ describeMatrix(
         await db.query('ALTER TABLE copied DROP CONSTRAINT no_refunds');
         const replay = await ctx.api.request('POST', `/v2/events/${dead!.id}/replay`);
         expect(replay.status, replay.text).toBe(202);
-        await eventually(ctx.clock, async () => (await copied()) === 70);
+        await eventually(ctx.clock, async () => (await copied()) === 70, 1000, 400, 5);
 
         const rows = (await db.query('SELECT id, type, payload FROM copied ORDER BY (payload->>\'amount\')::int')).rows as Array<{ id: string; type: string; payload: Record<string, unknown> }>;
         expect(new Set(rows.map((r) => r.id)).size).toBe(70);

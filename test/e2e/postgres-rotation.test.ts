@@ -10,7 +10,7 @@ import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, postgres as postgresStorage, type Engine } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
-import { getSharedTestPostgres, VirtualClock } from '@ferry/testing';
+import { getSharedTestPostgres, eventually, VirtualClock } from '@ferry/testing';
 
 const ROWS = 100_000;
 const engines: Engine[] = [];
@@ -18,15 +18,8 @@ afterEach(async () => {
   await Promise.all(engines.splice(0).map((e) => e.stop()));
 });
 
-/** Waits for real I/O between steps of virtual time. */
-async function eventually(clock: VirtualClock, check: () => Promise<boolean>, stepMs = 1000, steps = 3000): Promise<void> {
-  for (let i = 0; i < steps; i++) {
-    if (await check()) return;
-    await clock.advance(stepMs);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  throw new Error('condition not met');
-}
+/** Pipelines here poll on their flush interval: looks 1 s of virtual time apart by default. */
+const until = (clock: VirtualClock, check: () => boolean | Promise<boolean>, stepMs = 1000, maxSteps = 3000) => eventually(clock, check, stepMs, maxSteps, 5);
 
 const withCredentials = (url: string, user: string, password: string) => {
   const u = new URL(url);
@@ -74,7 +67,7 @@ it('rotates a connector with ALTER ROLE while a pipeline streams 100,000 rows: e
 
     const landed = async () => Number((await admin.query('SELECT count(*) AS n FROM landed')).rows[0].n);
     // Mid-stream: some rows moved, most not yet.
-    await eventually(clock, async () => (await landed()) >= 10_000, 100);
+    await until(clock, async () => (await landed()) >= 10_000, 100);
     const before = await landed();
     expect(before).toBeLessThan(ROWS);
 
@@ -84,7 +77,7 @@ it('rotates a connector with ALTER ROLE while a pipeline streams 100,000 rows: e
     expect((await engine.pipelines.get(ws, streaming.id)).state).toBe('active');
     expect((await engine.pipelines.get(ws, userPaused.id)).state).toBe('paused');
 
-    await eventually(clock, async () => (await landed()) === ROWS, 100);
+    await until(clock, async () => (await landed()) === ROWS, 100);
     const counts = (await admin.query('SELECT count(*) AS n, count(DISTINCT id) AS d, min((payload->>\'id\')::bigint) AS lo, max((payload->>\'id\')::bigint) AS hi FROM landed')).rows[0];
     expect({ n: Number(counts.n), d: Number(counts.d), lo: Number(counts.lo), hi: Number(counts.hi) }).toEqual({ n: ROWS, d: ROWS, lo: 1, hi: ROWS });
 

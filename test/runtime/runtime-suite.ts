@@ -11,7 +11,7 @@ import {
   type StorageConfig,
   type TransformStep,
 } from '@ferry/core';
-import { MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
+import { MemoryHub, memoryConnector, eventually, VirtualClock } from '@ferry/testing';
 
 /** A database two engines (or an engine and its successor) can open. */
 export interface RuntimeDatabase {
@@ -89,17 +89,7 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       });
     }
 
-    /** Waits (advancing virtual time by `stepMs` between looks, and letting real I/O finish) until `check` holds. */
-    async function eventually(clock: VirtualClock, check: () => boolean | Promise<boolean>, stepMs = 0, maxSteps = 400): Promise<void> {
-      for (let i = 0; i < maxSteps; i++) {
-        if (await check()) return;
-        await clock.advance(stepMs);
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
-      throw new Error(`condition not met after ${maxSteps} steps of ${stepMs} ms`);
-    }
-
-    /**
+        /**
      * Moves to each tick in turn and waits for its run to succeed (a tick that found the previous
      * run still queued would add none: moving on only when it is done keeps one run per tick).
      */

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, sqlite, webhookHeaders, type Engine } from '@ferry/core';
-import { MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
+import { MemoryHub, memoryConnector, eventually, VirtualClock } from '@ferry/testing';
 import { webhook } from '@ferry/webhook';
 
 const SECRET = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
@@ -12,15 +12,8 @@ afterEach(async () => {
   await Promise.all(engines.splice(0).map((e) => e.stop()));
 });
 
-/** Waits for real I/O between steps of virtual time. */
-async function eventually(clock: VirtualClock, check: () => boolean | Promise<boolean>, stepMs = 1000): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (await check()) return;
-    await clock.advance(stepMs);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-  throw new Error('condition not met');
-}
+/** Pipelines here poll on their flush interval: looks 1 s of virtual time apart by default. */
+const until = (clock: VirtualClock, check: () => boolean | Promise<boolean>, stepMs = 1000, maxSteps = 300) => eventually(clock, check, stepMs, maxSteps, 2);
 
 it('a webhook source streams what the ingest endpoint stored, in arrival order, once across a restart', async () => {
   const filename = join(mkdtempSync(join(tmpdir(), 'ferry-webhook-source-')), 'ferry.db');
@@ -44,12 +37,12 @@ it('a webhook source streams what the ingest endpoint stored, in arrival order, 
     return e.ingest.receive(source.id, body, headers);
   };
   await send(engine, Array.from({ length: 15 }, (_, n) => ({ type: 'order.created', payload: { n } })));
-  await eventually(clock, () => hub.sink('out').events.size === 15);
+  await until(clock, () => hub.sink('out').events.size === 15);
   await engine.stop();
   engines.splice(engines.indexOf(engine), 1);
   engine = await start();
   await send(engine, Array.from({ length: 5 }, (_, n) => ({ type: 'order.paid', payload: { n: 15 + n } })));
-  await eventually(clock, () => hub.sink('out').events.size === 20);
+  await until(clock, () => hub.sink('out').events.size === 20);
   const payloads = [...hub.sink('out').events.values()].map((e) => (e.payload as { n: number }).n);
   expect(payloads).toEqual([...Array(20).keys()]);
   expect(hub.sink('out').duplicates).toBe(0);

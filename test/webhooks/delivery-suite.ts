@@ -12,7 +12,7 @@ import {
   type Logger,
   type StorageConfig,
 } from '@ferry/core';
-import { MemoryHub, memoryConnector, startWebhookReceiver, VirtualClock, type ReceivedWebhook, type WebhookReceiver, type WebhookReply } from '@ferry/testing';
+import { MemoryHub, memoryConnector, startWebhookReceiver, eventually, VirtualClock, type ReceivedWebhook, type WebhookReceiver, type WebhookReply } from '@ferry/testing';
 
 /** A database two engines (or an engine and its successor) can open. */
 export interface DeliveryDatabase {
@@ -115,17 +115,7 @@ export function runDeliverySuite(name: string, factory: () => Promise<DeliveryDa
       return { clock, engine, receiver, emit, another: (o = {}) => start({ ...delivery, ...o }) };
     }
 
-    /** Waits for real I/O (HTTP, the database) between steps of virtual time; never for time itself. */
-    async function eventually(clock: VirtualClock, check: () => boolean | Promise<boolean>, stepMs = 0, maxSteps = 500): Promise<void> {
-      for (let i = 0; i < maxSteps; i++) {
-        if (await check()) return;
-        await clock.advance(stepMs);
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
-      throw new Error(`condition not met after ${maxSteps} steps of ${stepMs} ms`);
-    }
-
-    const subscribe = async (h: Harness, extra: { secret?: string; url?: string } = {}) => {
+        const subscribe = async (h: Harness, extra: { secret?: string; url?: string } = {}) => {
       const sub = await h.engine.webhooks.create(WS, { url: extra.url ?? h.receiver.url, events: ['pipeline.created'], ...(extra.secret ? { secret: extra.secret } : {}) });
       secrets.push(sub.secret);
       return sub;

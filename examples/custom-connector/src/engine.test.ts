@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { createEngine, sqlite, type Engine } from '@ferry/core';
-import { MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
+import { MemoryHub, memoryConnector, eventually, VirtualClock } from '@ferry/testing';
 import { jsonlFile } from './index.js';
 
 const engines: Engine[] = [];
@@ -12,15 +12,8 @@ afterEach(async () => {
   await Promise.all(engines.splice(0).map((e) => e.stop()));
 });
 
-/** Moves virtual time on in steps, letting the real file I/O between them finish, until `check` holds. */
-async function eventually(clock: VirtualClock, check: () => boolean | Promise<boolean>, stepMs = 1000): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (await check()) return;
-    await clock.advance(stepMs);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-  throw new Error('condition not met');
-}
+/** Pipelines here poll on their flush interval: looks 1 s of virtual time apart by default. */
+const until = (clock: VirtualClock, check: () => boolean | Promise<boolean>, stepMs = 1000, maxSteps = 300) => eventually(clock, check, stepMs, maxSteps, 2);
 
 async function start(clock: VirtualClock, hub: MemoryHub): Promise<Engine> {
   const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), clock, plugins: [jsonlFile(), memoryConnector(hub)], runtime: { pollIntervalMs: 60_000, leaseTtlMs: 1_800_000 }, webhookDelivery: false });
@@ -42,10 +35,10 @@ it('streams a JSON Lines file into a memory sink: lines appended while it runs a
   expect((await engine.connectors.check('default', source.id)).health).toBe('healthy');
   const sink = await engine.connectors.create('default', { type: 'memory', direction: 'destination', config: { name: 'orders' } });
   await engine.pipelines.create('default', { name: 'orders', source_connector_id: source.id, destination_connector_id: sink.id, activate: true, batch_size: 5, flush_interval_ms: 1000 });
-  await eventually(clock, () => hub.sink('orders').events.size === 12);
+  await until(clock, () => hub.sink('orders').events.size === 12);
 
   await appendFile(path, Array.from({ length: 3 }, (_, n) => order(12 + n)).join(''));
-  await eventually(clock, () => hub.sink('orders').events.size === 15);
+  await until(clock, () => hub.sink('orders').events.size === 15);
   const events = [...hub.sink('orders').events.values()];
   expect(events.map((e) => (e.payload as { n: number }).n)).toEqual([...Array(15).keys()]);
   expect(events.every((e) => e.type === 'order.created')).toBe(true);
@@ -64,7 +57,7 @@ it('delivers a memory stream into a JSON Lines file, signed with a secret the AP
   expect(file.config.signing_key).toBe('********');
   await engine.pipelines.create('default', { name: 'to-file', source_connector_id: source.id, destination_connector_id: file.id, activate: true, batch_size: 3, flush_interval_ms: 1000 });
   const lines = async () => (await readFile(path, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { id: string; type: string; payload: { n: number }; sig: string });
-  await eventually(clock, async () => (await lines()).length === 8);
+  await until(clock, async () => (await lines()).length === 8);
 
   const written = await lines();
   expect(written.map((l) => l.payload.n)).toEqual([...Array(8).keys()]);
@@ -75,7 +68,7 @@ it('delivers a memory stream into a JSON Lines file, signed with a secret the AP
   const rotated = await engine.connectors.rotate('default', file.id);
   expect(rotated.rotation.status).toBe('completed');
   hub.stream('in').push({ type: 'order.paid', payload: { n: 8 } });
-  await eventually(clock, async () => (await lines()).length === 9);
+  await until(clock, async () => (await lines()).length === 9);
   // The `sig` of a line is the HMAC of the line without it: the old key signed the first eight only.
   const signedWith = (key: string, line: { sig: string }) => {
     const { sig, ...body } = line;

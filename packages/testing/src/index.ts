@@ -5,6 +5,7 @@
  * @packageDocumentation
  */
 export { VirtualClock } from './virtual-clock.js';
+export { eventually } from './eventually.js';
 export { startTestPostgres, getSharedTestPostgres, type TestPostgres } from './embedded-postgres.js';
 export { runStorageSuite, connectorRow, pipelineRow, type StorageFactory } from './storage-suite.js';
 export { runEngineStorageSuite } from './engine-storage-suite.js';
