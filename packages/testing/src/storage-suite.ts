@@ -327,6 +327,25 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       expect((await storage.repos.deliveries.list('ws_a', 'whk_1', {}, undefined, 10)).rows.map((d) => d.status)).toEqual(['failed', 'delivered']);
     });
 
+    it('deliveries: the worker\'s queue: claim in due order, fenced outcomes, held and open rows failed apart', async () => {
+      const T0 = Date.parse(at(0));
+      await storage.repos.deliveries.insertMany([1, 2, 3].map((i) => deliveryRow(i, { subscription_id: 'whk_q', next_attempt_at: at(i) })));
+      expect(await storage.repos.deliveries.hasDue(T0, [])).toBe(false);
+      expect(await storage.repos.deliveries.hasDue(T0 + 5000, ['whk_q'])).toBe(false);
+      const claim = await storage.repos.deliveries.claimDue({ now: T0 + 5000, limit: 1, holder: 'h', ttlMs: 60_000, exceptSubscriptions: [] });
+      expect(claim.rows.map((r) => r.id)).toEqual(['dlv_0001']);
+      // Disabling fails the open rows nobody holds; the one in flight keeps its claim.
+      expect(await storage.repos.deliveries.failOpen('whk_q', 'disabled', at(6))).toBe(2);
+      const outcome = { id: 'dlv_0001', token: claim.token, status: 'retrying' as const, attempts: 1, cycle_started_at: at(5), last_attempt_at: at(5), last_response_status: 500, last_error: 'HTTP 500.', next_attempt_at: at(9), updated_at: at(6) };
+      const attempt = { id: 'att_q1', delivery_id: 'dlv_0001', workspace_id: 'ws_a', attempted_at: at(5), response_status: 500, duration_ms: 3, response_body: null, error: 'HTTP 500.' };
+      // A stale token records its attempt but decides nothing.
+      expect([...(await storage.repos.deliveries.recordAttempts([attempt], [{ ...outcome, token: 'stale' }], T0 + 6000))]).toEqual([]);
+      expect([...(await storage.repos.deliveries.recordAttempts([{ ...attempt, id: 'att_q2' }], [outcome], T0 + 6000))]).toEqual(['dlv_0001']);
+      expect(await storage.repos.deliveries.get('ws_a', 'whk_q', 'dlv_0001')).toMatchObject({ status: 'retrying', attempts: 1, next_attempt_at: at(9), last_response_status: 500 });
+      expect((await storage.repos.deliveries.attempts('dlv_0001')).map((a) => a.id)).toEqual(['att_q1', 'att_q2']);
+      expect(await storage.repos.deliveries.nextDueAfter(at(6))).toBe(at(9));
+    });
+
     it('outbox: append, pending in order, fan-out mark, tail', async () => {
       for (let i = 1; i <= 3; i++) {
         await storage.repos.outbox.append({ id: `evt_o${i}`, workspace_id: 'ws_a', type: 'pipeline.created', data: { pipeline_id: `pip_${i}` }, occurred_at: at(i) });

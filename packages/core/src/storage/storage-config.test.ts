@@ -138,3 +138,18 @@ describe('postgres', () => {
     expect(postgres({ connectionString }).knex.pool).toEqual({ min: 0, max: 10 });
   });
 });
+
+describe('errors', () => {
+  it('never carry the values a failed statement was bound to (payloads, response bodies)', async () => {
+    const db = knex(sqlite({ filename: ':memory:' }).knex);
+    try {
+      const secretValue = 'payload-value-9f3k';
+      const error = await db.raw('SELECT * FROM no_such_table WHERE x = ?', [secretValue]).then(() => null, (e: Error) => e);
+      expect(error?.message).toContain('no_such_table');
+      expect(error?.message).not.toContain(secretValue);
+      expect(postgres({ connectionString: 'postgres://u@h/db' }).knex.compileSqlOnError).toBe(false);
+    } finally {
+      await db.destroy();
+    }
+  });
+});
