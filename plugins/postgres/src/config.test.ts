@@ -2,7 +2,7 @@ import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import { postgresConfigSchema, validatePostgresConfig, type PostgresConfig } from './config.js';
 import { parseTableName, quoteTable } from './identifiers.js';
-import { createTableSql, destinationSettings, insertSql, rowsPerStatement, valueAt } from './destination.js';
+import { createTableSql, destinationSettings, insertRows, insertSql, valueAt } from './destination.js';
 import { readSql, sourceSettings } from './source.js';
 
 const conn = { host: 'db', database: 'app', user: 'ferry' } satisfies PostgresConfig;
@@ -63,13 +63,17 @@ describe('postgres SQL', () => {
     );
   });
 
-  it('builds inserts under the bind-parameter limit', () => {
+  it('builds one insert of a JSON parameter, cast to the column types', () => {
     const settings = destinationSettings({ ...conn, table: 'public.events' });
-    expect(insertSql(settings, 2)).toBe('INSERT INTO "public"."events" ("id", "type", "occurred_at", "payload") VALUES ($1, $2, $3, $4), ($5, $6, $7, $8) ON CONFLICT ("id") DO NOTHING');
-    expect(insertSql({ ...settings, mode: 'insert' }, 1)).not.toContain('ON CONFLICT');
+    const types = ['text', 'text', 'timestamp with time zone', 'jsonb'];
+    expect(insertSql(settings, types)).toBe(
+      'INSERT INTO "public"."events" ("id", "type", "occurred_at", "payload") SELECT x.c0::text, x.c1::text, x.c2::timestamp with time zone, x.c3::jsonb FROM json_to_recordset($1::json) AS x(c0 text, c1 text, c2 text, c3 text) ON CONFLICT ("id") DO NOTHING',
+    );
+    expect(insertSql({ ...settings, mode: 'insert' }, types)).not.toContain('ON CONFLICT');
     expect(createTableSql(settings)).toBe('CREATE TABLE IF NOT EXISTS "public"."events" ("id" text PRIMARY KEY, "type" text NOT NULL, "occurred_at" timestamptz NOT NULL, "payload" jsonb)');
-    expect(rowsPerStatement(4)).toBe(1000);
-    expect(rowsPerStatement(200) * 200).toBeLessThanOrEqual(65535);
+    const asText = (v: unknown) => (v === undefined || v === null ? null : typeof v === 'string' ? v : JSON.stringify(v));
+    const rows = insertRows([{ id: 'evt_1', type: 't', occurredAt: '2026-01-01T00:00:00.000Z', payload: { a: 'x"\n' } }], settings, [asText, asText, asText, (v) => JSON.stringify(v)]);
+    expect(JSON.parse(rows)).toEqual([{ c0: 'evt_1', c1: 't', c2: '2026-01-01T00:00:00.000Z', c3: '{"a":"x\\"\\n"}' }]);
   });
 
   it('reads payload paths', () => {

@@ -122,6 +122,51 @@ describe('postgres destination', () => {
     ]);
   });
 
+  it("casts each value to its column's own type: typmods, domains, an enum outside the search path", async () => {
+    await admin.query(`CREATE SCHEMA IF NOT EXISTS other`);
+    await admin.query(`CREATE TYPE other.mood AS ENUM ('calm', 'busy')`);
+    await admin.query(`CREATE DOMAIN doc AS jsonb CHECK (VALUE IS NOT NULL)`);
+    await admin.query(
+      `CREATE TABLE dst_typed (id text PRIMARY KEY, type text, occurred_at timestamptz, code varchar(3), mood other.mood, doc doc, meta jsonb, at timestamp(0))`,
+    );
+    const destination = await openDestination({
+      connection_string: url,
+      table: 'dst_typed',
+      columns: { code: 'code', mood: 'mood', doc: 'doc', meta: 'meta', at: 'at' },
+    });
+    const results = await destination.write(
+      [
+        event(1, { code: 'abc', mood: 'calm', doc: { a: [1, 'two'] }, meta: null, at: '2026-01-02 03:04:05.6' }),
+        event(2, { code: 'abcd', mood: 'calm', doc: {} }),
+        event(3, { code: 'x', mood: 'angry', doc: {} }),
+        event(4, { code: 'nul\u0000', mood: 'busy', doc: {} }),
+        event(5, { code: 'y', mood: 'busy', doc: 'text' }),
+      ],
+      never,
+    );
+    expect(results.map((r) => r.ok)).toEqual([true, false, false, false, true]);
+    expect(results.filter((r) => !r.ok).map((r) => (r as { error: ConnectorError }).error.code)).toEqual(['record_rejected', 'record_rejected', 'record_rejected']);
+    const { rows } = await admin.query(`SELECT id, code, mood::text, doc, meta, meta IS NULL AS sql_null, at::text FROM dst_typed ORDER BY id`);
+    expect(rows).toEqual([
+      // A JSON null in the payload is the jsonb value null, not SQL NULL (a missing path is SQL NULL).
+      { id: 'evt_1', code: 'abc', mood: 'calm', doc: { a: [1, 'two'] }, meta: null, sql_null: false, at: '2026-01-02 03:04:06' },
+      { id: 'evt_5', code: 'y', mood: 'busy', doc: 'text', meta: null, sql_null: true, at: null },
+    ]);
+  });
+
+  it('copies tabs, newlines, backslashes and \\N spelled out exactly; a view is written with INSERTs', async () => {
+    const tricky = { s: 'a\tb\nc\r\\d \\N é 🚢', t: '\\', u: 'ends with a backslash\\' };
+    const destination = await openDestination({ connection_string: url, table: 'dst_tricky', create_table: true });
+    expect((await destination.write([event(1, tricky)], never)).every((r) => r.ok)).toBe(true);
+    expect((await admin.query(`SELECT payload FROM dst_tricky`)).rows[0].payload).toEqual(tricky);
+    await admin.query(`CREATE TABLE dst_behind (id text PRIMARY KEY, type text, occurred_at timestamptz, payload jsonb)`);
+    await admin.query(`CREATE VIEW dst_view AS SELECT * FROM dst_behind`);
+    const view = await openDestination({ connection_string: url, table: 'dst_view' });
+    expect((await view.write([event(1, tricky), event(2)], never)).every((r) => r.ok)).toBe(true);
+    expect((await view.write([event(2), event(3)], never)).every((r) => r.ok)).toBe(true);
+    expect((await admin.query(`SELECT id FROM dst_behind ORDER BY id`)).rows.map((r) => r.id)).toEqual(['evt_1', 'evt_2', 'evt_3']);
+  });
+
   it('rejects only the bad row, non-retryably, and lands the rest', async () => {
     await admin.query(`CREATE TABLE dst_checked (id text PRIMARY KEY, type text, occurred_at timestamptz, amount int NOT NULL CHECK (amount >= 0))`);
     const destination = await openDestination({ connection_string: url, table: 'dst_checked', columns: { amount: 'amount' } });

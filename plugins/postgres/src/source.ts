@@ -106,8 +106,11 @@ function toRecord(row: Record<string, unknown>, settings: SourceSettings): Sourc
     throw new ConnectorError('invalid_record', `A row has a null ${settings.cursor}; the cursor column must be NOT NULL.`, { retryable: false });
   }
   const payload: JsonObject = {};
-  for (const [key, value] of Object.entries(row)) {
-    if (key !== CURSOR_ALIAS) payload[key] = toJson(value);
+  // A plain loop with the common types inline: this runs for every column of every row read.
+  for (const key in row) {
+    if (key === CURSOR_ALIAS) continue;
+    const value = row[key];
+    payload[key] = typeof value === 'string' || typeof value === 'boolean' || value === null ? value : toJson(value);
   }
   const typed = settings.typeColumn !== undefined ? row[settings.typeColumn] : undefined;
   // A null type_column value falls back to the constant `type` when both are configured.
