@@ -282,6 +282,45 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       await expect(storage.repos.events.upsertMany([eventRow(3, { occurred_at: 'not a time' })])).rejects.toThrow(RangeError);
     });
 
+    it('events: inside a transaction, a batch holding ids already written updates them and the transaction goes on', async () => {
+      await seedConnectorsAndPipeline();
+      await storage.repos.events.upsertMany([eventRow(1), eventRow(2)]);
+      await storage.transaction(async (repos) => {
+        // New and existing ids in one chunk: the plain insert is refused, the upsert writes all three.
+        await repos.events.upsertMany([eventRow(2, { attempts: 3, status: 'dead_lettered' }), eventRow(3)]);
+        // Characters that COPY's text format escapes, and its null marker spelled out.
+        await repos.events.upsertMany([eventRow(4, { type: 'tab\there', payload: { s: 'a\tb\nc\r\\d \\N', e: '\\' } })]);
+        await repos.checkpoints.put('pip_1', { offset: 4 }, null, at(4));
+      });
+      const listed = await storage.repos.events.list('ws_a', 'pip_1', {}, undefined, 10);
+      expect(listed.rows.map((r) => [r.id, r.attempts, r.status])).toEqual([
+        ['evt_000001', 1, 'delivered'],
+        ['evt_000002', 3, 'dead_lettered'],
+        ['evt_000003', 1, 'delivered'],
+        ['evt_000004', 1, 'delivered'],
+      ]);
+      expect(listed.rows[3]).toMatchObject({ type: 'tab\there', payload: { s: 'a\tb\nc\r\\d \\N', e: '\\' } });
+      expect(await storage.repos.checkpoints.get('pip_1')).toEqual({ offset: 4 });
+      // `fresh` writes new ids (COPY on Postgres) and refuses an existing one with a unique
+      // violation, after which the caller's transaction is given up.
+      await storage.transaction((repos) => repos.events.upsertMany([eventRow(6, { payload: { s: 'a\tb\\N' } })], { fresh: true }));
+      expect((await storage.repos.events.get('ws_a', 'evt_000006'))?.payload).toEqual({ s: 'a\tb\\N' });
+      const refused = await storage.transaction((repos) => repos.events.upsertMany([eventRow(7), eventRow(6)], { fresh: true })).catch((error: unknown) => error);
+      if (storage.dialect === 'postgres') {
+        expect(refused).toMatchObject({ code: '23505' });
+        expect(await storage.repos.events.get('ws_a', 'evt_000007')).toBeNull();
+      }
+      // A failure after the refused insert still rolls the whole transaction back.
+      await expect(
+        storage.transaction(async (repos) => {
+          await repos.events.upsertMany([eventRow(1, { attempts: 9 }), eventRow(5)]);
+          throw new Error('abandoned');
+        }),
+      ).rejects.toThrow('abandoned');
+      expect((await storage.repos.events.get('ws_a', 'evt_000001'))?.attempts).toBe(1);
+      expect(await storage.repos.events.get('ws_a', 'evt_000005')).toBeNull();
+    });
+
     it('events: a large batch is written in chunks', async () => {
       const rows = Array.from({ length: 2_345 }, (_, i) => eventRow(i));
       await storage.repos.events.upsertMany(rows);
@@ -440,6 +479,24 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       const b = (await storage.repos.leases.acquire('pipeline:pip_1', 'engine-b', 10_000, T0 + 10_002))!;
       expect(await storage.repos.leases.isHeld('pipeline:pip_1', a.token, T0 + 10_003)).toBe(false);
       expect(await storage.repos.leases.isHeld('pipeline:pip_1', b.token, T0 + 10_003)).toBe(true);
+    });
+
+    it('checkpoints: a fenced write lands only while its token holds the lease', async () => {
+      await seedConnectorsAndPipeline();
+      const a = (await storage.repos.leases.acquire('pipeline:pip_1', 'engine-a', 10_000, T0))!;
+      const fenceA = { name: 'pipeline:pip_1', token: a.token };
+      expect(await storage.transaction((repos) => repos.checkpoints.putFenced('pip_1', { offset: 1 }, null, new Date(T0 + 5_000).toISOString(), fenceA))).toBe(true);
+      expect(await storage.repos.checkpoints.putFenced('pip_1', { offset: 2 }, 'run_1', new Date(T0 + 6_000).toISOString(), fenceA)).toBe(true);
+      expect(await storage.repos.checkpoints.get('pip_1')).toEqual({ offset: 2 });
+      // Expired, then taken over: the old token moves nothing, the new one does.
+      expect(await storage.repos.checkpoints.putFenced('pip_1', { offset: 3 }, null, new Date(T0 + 10_001).toISOString(), fenceA)).toBe(false);
+      const b = (await storage.repos.leases.acquire('pipeline:pip_1', 'engine-b', 10_000, T0 + 10_002))!;
+      expect(await storage.repos.checkpoints.putFenced('pip_1', { offset: 4 }, null, new Date(T0 + 10_003).toISOString(), fenceA)).toBe(false);
+      expect(await storage.repos.checkpoints.get('pip_1')).toEqual({ offset: 2 });
+      expect(await storage.repos.checkpoints.putFenced('pip_1', { offset: 5 }, null, new Date(T0 + 10_003).toISOString(), { name: 'pipeline:pip_1', token: b.token })).toBe(true);
+      expect(await storage.repos.checkpoints.get('pip_1')).toEqual({ offset: 5 });
+      // A lease of another name does not fence this one.
+      expect(await storage.repos.checkpoints.putFenced('pip_1', { offset: 6 }, null, new Date(T0 + 10_004).toISOString(), { name: 'pipeline:pip_2', token: b.token })).toBe(false);
     });
 
     it('leases: concurrent acquirers, exactly one wins', async () => {

@@ -1,5 +1,6 @@
 import { nowIso, transact, type EngineContext } from '../engine-context.js';
 import { FerryError } from '../errors.js';
+import { isUniqueViolation } from '../storage/sql-helpers.js';
 import type { Checkpoint } from '../plugin/types.js';
 import type { DeadLetterRow, EventRow } from '../storage/repositories/events-repo.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
@@ -36,7 +37,7 @@ export function countResults(read: number, results: readonly ItemResult[]): Batc
  * Writes the event-log rows (and dead letters) of processed events and announces each dead
  * letter, inside the caller's transaction.
  */
-async function recordResults(repos: Repositories, emit: Emit, pipeline: PipelineRow, results: readonly ItemResult[], now: string): Promise<void> {
+async function recordResults(repos: Repositories, emit: Emit, pipeline: PipelineRow, results: readonly ItemResult[], now: string, fresh = false): Promise<void> {
   const rows: EventRow[] = new Array(results.length);
   for (let i = 0; i < results.length; i++) {
     const r = results[i]!;
@@ -57,7 +58,7 @@ async function recordResults(repos: Repositories, emit: Emit, pipeline: Pipeline
     };
   }
   // Times come from the flow (or a stored dead letter), spelled canonically already.
-  await repos.events.upsertMany(rows, { canonicalTimes: true });
+  await repos.events.upsertMany(rows, { canonicalTimes: true, fresh });
   for (const r of results) {
     if (r.status !== 'dead_lettered') continue;
     const letter: DeadLetterRow = {
@@ -79,20 +80,32 @@ async function recordResults(repos: Repositories, emit: Emit, pipeline: Pipeline
  * it, the run's counters and the `event.dead_lettered` notifications. Refused (`lease_lost`)
  * when `fence` no longer holds the pipeline: an engine that lost its lease while paused (a GC
  * pause, a partition) must not move a checkpoint another engine now owns.
+ *
+ * The event-log rows are first written as new ones (the cheapest way, see `fresh` in
+ * `EventsRepo.upsertMany`); a batch of which some were written before (read again after a
+ * crash) fails that transaction with a unique violation and is committed again as an upsert.
  */
 export async function commitBatch(
   ctx: EngineContext,
   input: { pipeline: PipelineRow; runId: string | null; fence: Fence; results: readonly ItemResult[]; checkpoint: Checkpoint; counts: BatchCounts },
 ): Promise<void> {
   const now = nowIso(ctx);
-  await transact(ctx, async (repos, emit) => {
-    if (!(await repos.leases.isHeld(input.fence.name, input.fence.token, ctx.clock.now()))) {
-      throw new FerryError('lease_lost', `The lease ${input.fence.name} was taken over; the batch is not committed.`);
-    }
-    await recordResults(repos, emit, input.pipeline, input.results, now);
-    await repos.checkpoints.put(input.pipeline.id, input.checkpoint, input.runId, now);
-    if (input.runId) await repos.runs.addCounts(input.runId, input.counts);
-  });
+  const attempt = (fresh: boolean) =>
+    transact(ctx, async (repos, emit) => {
+      await recordResults(repos, emit, input.pipeline, input.results, now, fresh);
+      // The fence is checked with the checkpoint's write, last: whatever was written before it
+      // rolls back with the transaction when the lease is gone.
+      if (!(await repos.checkpoints.putFenced(input.pipeline.id, input.checkpoint, input.runId, now, input.fence))) {
+        throw new FerryError('lease_lost', `The lease ${input.fence.name} was taken over; the batch is not committed.`);
+      }
+      if (input.runId) await repos.runs.addCounts(input.runId, input.counts);
+    });
+  try {
+    await attempt(true);
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    await attempt(false);
+  }
 }
 
 /**

@@ -50,7 +50,7 @@ export class Repositories {
     this.connectors = new ConnectorsRepo(db);
     this.pipelines = new PipelinesRepo(db, idle);
     this.runs = new RunsRepo(db, dialect, idle);
-    this.checkpoints = new CheckpointsRepo(db);
+    this.checkpoints = new CheckpointsRepo(db, dialect);
     this.events = new EventsRepo(db, dialect);
     this.webhooks = new WebhooksRepo(db);
     this.deliveries = new DeliveriesRepo(db, dialect);

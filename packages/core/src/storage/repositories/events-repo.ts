@@ -1,8 +1,12 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Knex } from 'knex';
+import type pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { LeasedQueue } from '../leases.js';
 import { inSqliteTransaction, sqliteStatement } from '../sqlite-direct.js';
-import { affected, fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
+import { affected, fromJson, isUniqueViolation, toInt, toJson, type Db } from '../sql-helpers.js';
 import type { Dialect } from '../storage-config.js';
 import type { EventRecord, EventStatus } from '../../domain.js';
 import type { JsonObject } from '../../plugin/types.js';
@@ -51,6 +55,14 @@ const mapDeadLetter = (row: Record<string, unknown>): DeadLetterRow => ({
   created_at: String(row.created_at),
 });
 
+/** One value in COPY's text format: backslash, tab, newline and carriage return escaped, null as `\\N`. */
+function copyValue(value: string | null): string {
+  if (value === null) return '\\N';
+  return /[\\\t\n\r]/.test(value) ? value.replace(/[\\\t\n\r]/g, (c) => COPY_ESCAPES[c]!) : value;
+}
+
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+
 /** The stored spelling of a timestamp: ISO 8601 UTC with milliseconds. */
 const CANONICAL_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -63,12 +75,15 @@ const EVENT_COLUMNS = ['id', 'workspace_id', 'pipeline_id', 'type', 'occurred_at
 const ON_CONFLICT = `ON CONFLICT (id) DO UPDATE SET ${['type', 'occurred_at', 'payload', 'status', 'attempts', 'error', 'dead_lettered_at', 'updated_at'].map((c) => `${c} = excluded.${c}`).join(', ')}
   WHERE events.pipeline_id = excluded.pipeline_id AND events.workspace_id = excluded.workspace_id`;
 const UPSERT_EVENT_SQLITE = `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')}) ${ON_CONFLICT}`;
-const UPSERT_EVENTS_PG = `INSERT INTO events (${EVENT_COLUMNS.join(', ')})
-  SELECT id, workspace_id, pipeline_id, type, occurred_at, payload::text, status, attempts,
-    CASE WHEN json_typeof(error) = 'null' THEN NULL ELSE error::text END, dead_lettered_at, created_at, updated_at
-  FROM json_to_recordset(?::json) AS x(id text, workspace_id text, pipeline_id text, type text, occurred_at text, payload json,
-    status text, attempts integer, error json, dead_lettered_at text, created_at text, updated_at text)
-  ${ON_CONFLICT}`;
+/**
+ * The rows of a Postgres bulk write: one JSON parameter, an array of objects whose values are the
+ * columns' stored text (payload and error as JSON text), unpacked by `json_to_recordset`.
+ */
+const EVENTS_FROM_JSON_PG = `SELECT ${EVENT_COLUMNS.join(', ')} FROM json_to_recordset(?::json) AS x(id text, workspace_id text, pipeline_id text, type text,
+  occurred_at text, payload text, status text, attempts integer, error text, dead_lettered_at text, created_at text, updated_at text)`;
+const INSERT_EVENTS_PG = `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) ${EVENTS_FROM_JSON_PG}`;
+const UPSERT_EVENTS_PG = `${INSERT_EVENTS_PG} ${ON_CONFLICT}`;
+const COPY_EVENTS_PG = `COPY events (${EVENT_COLUMNS.join(', ')}) FROM STDIN`;
 
 /** The event log and its dead letters. */
 export class EventsRepo {
@@ -84,12 +99,21 @@ export class EventsRepo {
    * (latest outcome wins) rather than duplicated. `canonicalTimes` says every `occurred_at` is
    * already ISO 8601 UTC with milliseconds (the runtime's are), which spares re-spelling them.
    *
-   * This is the hot path of every batch. On Postgres the rows travel as one JSON parameter per
-   * chunk and the server unpacks them (`json_to_recordset`): one round trip and one short
-   * statement instead of a 6,000-placeholder one; `json`, not `jsonb`, so each payload keeps its
-   * text (key order) as sent. On SQLite see below.
+   * `fresh` says the caller expects every id to be new (a batch's first commit) and will run its
+   * transaction again without `fresh` when one is not: on Postgres, inside a transaction, the
+   * rows are then COPYed, at about half the server CPU of the upsert (measured 12 against 22 µs
+   * per row), and an id that exists already fails the COPY with a unique violation, which aborts
+   * the caller's transaction.
+   *
+   * This is the hot path of every batch. Otherwise, on Postgres, the rows travel as one JSON
+   * parameter per chunk and the server unpacks them (`json_to_recordset`): one round trip and one
+   * short statement instead of thousands of placeholders; payloads travel as JSON text, so each
+   * keeps its text (key order) as sent. Outside a transaction a chunk is first written with a
+   * plain INSERT, which costs the server about three quarters of the upsert (43,500 against
+   * 34,400 rows/s), and written again as the upsert only when it hits an existing id. On SQLite
+   * see below.
    */
-  async upsertMany(rows: readonly EventRow[], options: { canonicalTimes?: boolean } = {}): Promise<void> {
+  async upsertMany(rows: readonly EventRow[], options: { canonicalTimes?: boolean; fresh?: boolean } = {}): Promise<void> {
     if (rows.length === 0) return;
     // The runtime hands over times it already spelled canonically (a plugin's step may still have
     // changed one: the shape is checked, which costs far less than parsing and re-spelling).
@@ -109,10 +133,42 @@ export class EventsRepo {
       });
       return;
     }
+    const inTransaction = (this.db as Knex.Transaction).isTransaction === true;
+    if (options.fresh && inTransaction) return this.copyFresh(rows, time);
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      // occurred_at is compared as text (ordering, since/until, cursors): one exact form only.
-      const chunk = JSON.stringify(rows.slice(i, i + INSERT_CHUNK).map((r) => ({ ...r, occurred_at: time(r.occurred_at) })));
-      await this.db.raw(UPSERT_EVENTS_PG, [chunk]);
+      const chunk = JSON.stringify(
+        rows.slice(i, i + INSERT_CHUNK).map((r) => ({
+          ...r,
+          // occurred_at is compared as text (ordering, since/until, cursors): one exact form only.
+          occurred_at: time(r.occurred_at),
+          payload: toJson(r.payload),
+          error: r.error ? toJson(r.error) : null,
+        })),
+      );
+      if (inTransaction || !(await this.insertFresh(chunk))) await this.db.raw(UPSERT_EVENTS_PG, [chunk]);
+    }
+  }
+
+  /** COPYs new events on the caller's transaction's connection (see `fresh` in {@link upsertMany}). */
+  private async copyFresh(rows: readonly EventRow[], time: (t: string) => string): Promise<void> {
+    let text = '';
+    for (const r of rows) {
+      text += `${copyValue(r.id)}\t${copyValue(r.workspace_id)}\t${copyValue(r.pipeline_id)}\t${copyValue(r.type)}\t${copyValue(time(r.occurred_at))}\t${copyValue(toJson(r.payload))}\t`;
+      text += `${copyValue(r.status)}\t${r.attempts}\t${r.error ? copyValue(toJson(r.error)) : '\\N'}\t${copyValue(r.dead_lettered_at)}\t${copyValue(r.created_at)}\t${copyValue(r.updated_at)}\n`;
+    }
+    // The transaction's own connection: knex hands it out while the transaction lasts.
+    const connection = (await (this.db as Knex.Transaction).client.acquireConnection()) as pg.Client;
+    await pipeline(Readable.from([text]), connection.query(copyFrom(COPY_EVENTS_PG)));
+  }
+
+  /** Writes a chunk of new events with a plain INSERT, outside any transaction; false (and nothing written) when an id exists already. */
+  private async insertFresh(chunk: string): Promise<boolean> {
+    try {
+      await this.db.raw(INSERT_EVENTS_PG, [chunk]);
+      return true;
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      return false;
     }
   }
 
