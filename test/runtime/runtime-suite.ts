@@ -143,8 +143,13 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       h.hub.sink('out').slow(5000);
       const p = await pipeline(h);
       await eventually(h.clock, () => h.hub.sink('out').writes === 1);
+      // While the destination holds the first batch, the second is read ahead, and no more.
+      await eventually(h.clock, () => h.hub.stream('in').reads === 2);
+      await h.clock.advance(4000);
+      expect(h.hub.stream('in').reads).toBe(2);
       const paused = h.engine.pipelines.pause(WS, p.id);
       await eventually(h.clock, () => h.hub.sink('out').events.size === 100, 1000);
+      // The batch read ahead is dropped, not written: the pause took effect after the first.
       expect((await paused).state).toBe('paused');
       expect(h.heard.filter((e) => e.type === 'pipeline.completed')).toHaveLength(1);
       // Paused runs nothing, however long.

@@ -54,9 +54,10 @@ export interface SourceBatch {
 }
 
 /**
- * A source the core drives one batch at a time: it calls `read` again only after the
- * destination acknowledged the previous batch (whose commit may still be running), so a source
- * never runs ahead of its destination.
+ * A source the core drives one batch at a time, reading at most one batch ahead of its
+ * destination: the next `read` starts while the batch just read is written, and the one after
+ * waits until the destination acknowledged it. A read may be dropped unused (a pause, a config
+ * change) and asked for again.
  */
 export interface PullSource {
   /**
