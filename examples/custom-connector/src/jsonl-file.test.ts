@@ -2,8 +2,8 @@ import { mkdtemp, readFile, writeFile, appendFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConnectorError, silentLogger, systemClock, type JsonObject, type PipelineConnectorContext, type PullSource } from '@ferry/core';
-import { runConnectorSuite } from '@ferry/testing';
+import { ConnectorError, type JsonObject, type PullSource } from '@ferry/core';
+import { connectorContext, runConnectorSuite } from '@ferry/testing';
 import { jsonlFile, type JsonlFileConfig } from './index.js';
 
 // Every config gets a file of its own in a fresh directory: the real "server" is the file system.
@@ -34,16 +34,7 @@ runConnectorSuite('jsonl_file', {
 });
 
 /** A context as the engine builds one, for the cases the suite does not cover. */
-const ctx = (config: JsonlFileConfig): PipelineConnectorContext<JsonlFileConfig> => ({
-  config,
-  connectorId: 'con_test',
-  workspaceId: 'default',
-  pipelineId: 'pip_test',
-  logger: silentLogger,
-  clock: systemClock,
-  signal: new AbortController().signal,
-  inbox: { read: async () => ({ records: [], checkpoint: null }) },
-});
+const ctx = (config: JsonlFileConfig) => connectorContext(config);
 const signal = () => new AbortController().signal;
 
 describe('jsonl_file specifics', () => {

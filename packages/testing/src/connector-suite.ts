@@ -3,8 +3,6 @@ import { describe, expect, it } from 'vitest';
 import {
   ConnectorError,
   SECRET_KEYWORD,
-  silentLogger,
-  systemClock,
   type AnyConnectorDefinition,
   type Checkpoint,
   type ConnectorDirection,
@@ -15,6 +13,7 @@ import {
   type SourceRecord,
   type WriteResult,
 } from '@ferry/core';
+import { connectorContext } from './connector-context.js';
 
 /** What a destination holds for one event, as the harness reads it back from the real server. */
 export interface LandedEvent {
@@ -89,7 +88,13 @@ export interface ConnectorSuiteOptions {
    */
   serverless?: ReadonlyArray<'source' | 'destination'>;
   /** Credential rotation, where the plugin supports it: the config to rotate, and supplied fields if any. */
-  rotation?: { config(): Promise<JsonObject>; supplied?(config: JsonObject): Promise<JsonObject> };
+  rotation?: {
+    /** A config to rotate, for `direction`: the new credentials must pass a check of that side. */
+    config(): Promise<JsonObject>;
+    supplied?(config: JsonObject): Promise<JsonObject>;
+    /** Default: `destination` when the suite has a destination harness, else `source`. */
+    direction?: 'source' | 'destination';
+  };
 }
 
 const event = (i: number, extra: Partial<DestinationEvent> = {}): DestinationEvent => ({
@@ -129,17 +134,16 @@ export function runConnectorSuite(name: string, options: ConnectorSuiteOptions):
     if (!inbox) inboxes.set(config, (inbox = new MemoryInbox()));
     return inbox;
   };
-  const ctx = (config: JsonObject, signal = new AbortController().signal): PipelineConnectorContext<JsonObject> => ({
+  const ctx = (config: JsonObject, direction: ConnectorDirection, signal = new AbortController().signal): PipelineConnectorContext<JsonObject> =>
     // As the engine does: schema defaults applied to a copy of the stored config.
-    config: Value.Default(plugin.configSchema, structuredClone(config)) as JsonObject,
-    connectorId: 'con_suite',
-    workspaceId: 'suite',
-    pipelineId: 'pip_suite',
-    logger: silentLogger,
-    clock: systemClock,
-    signal,
-    inbox: inboxOf(config),
-  });
+    connectorContext(Value.Default(plugin.configSchema, structuredClone(config)) as JsonObject, {
+      direction,
+      signal,
+      inbox: inboxOf(config),
+      connectorId: 'con_suite',
+      workspaceId: 'suite',
+      pipelineId: 'pip_suite',
+    });
   const problems = (config: JsonObject, direction: ConnectorDirection) => [
     ...[...Value.Errors(plugin.configSchema, Value.Default(plugin.configSchema, structuredClone(config)))].map((e) => e.path),
     ...(plugin.validateConfig?.(Value.Default(plugin.configSchema, structuredClone(config)), direction) ?? []).map((p: { pointer: string }) => p.pointer),
@@ -155,10 +159,11 @@ export function runConnectorSuite(name: string, options: ConnectorSuiteOptions):
     it('checks: healthy against the real server, down (with a reason and no secret) when unreachable', async () => {
       expect(plugin.check, 'the plugin implements check').toBeTypeOf('function');
       const harness = options.destination ?? options.source!;
+      const direction = options.destination ? 'destination' : 'source';
       const good = await harness.config();
-      expect((await plugin.check!(ctx(good))).health).toBe('healthy');
-      const bad = await options.unreachable(options.destination ? 'destination' : 'source');
-      const result = await plugin.check!(ctx(bad));
+      expect((await plugin.check!(ctx(good, direction))).health).toBe('healthy');
+      const bad = await options.unreachable(direction);
+      const result = await plugin.check!(ctx(bad, direction));
       expect(result.health).toBe('down');
       expect(result.error?.code).toMatch(/^[a-z_]+$/);
       for (const field of options.secretFields) {
@@ -172,7 +177,7 @@ export function runConnectorSuite(name: string, options: ConnectorSuiteOptions):
       const numberOf = source.numberOf ?? ((r: SourceRecord) => Number((r.payload as { n?: unknown }).n));
       const open = async (config: JsonObject) => {
         expect(problems(config, 'source')).toEqual([]);
-        const opened = (await plugin.source!(ctx(config))) as PullSource;
+        const opened = (await plugin.source!(ctx(config, 'source'))) as PullSource;
         expect(opened.read, 'a pull source (push sources: see the plugin\'s own tests)').toBeTypeOf('function');
         return opened;
       };
@@ -221,7 +226,7 @@ export function runConnectorSuite(name: string, options: ConnectorSuiteOptions):
         const config = await options.unreachable('source');
         let error: unknown;
         try {
-          const opened = (await plugin.source!(ctx(config))) as PullSource;
+          const opened = (await plugin.source!(ctx(config, 'source'))) as PullSource;
           await opened.read(null, 10, new AbortController().signal);
           await opened.close?.();
         } catch (e) {
@@ -236,7 +241,7 @@ export function runConnectorSuite(name: string, options: ConnectorSuiteOptions):
       const destination = options.destination;
       const open = async (config: JsonObject) => {
         expect(problems(config, 'destination')).toEqual([]);
-        return plugin.destination!(ctx(config));
+        return plugin.destination!(ctx(config, 'destination'));
       };
       const ok = (results: WriteResult[]) => results.filter((r) => r.ok).length;
 
@@ -273,7 +278,7 @@ export function runConnectorSuite(name: string, options: ConnectorSuiteOptions):
         const config = await options.unreachable('destination');
         let error: unknown;
         try {
-          const writer = await plugin.destination!(ctx(config));
+          const writer = await plugin.destination!(ctx(config, 'destination'));
           await writer.write([event(1)], new AbortController().signal);
           await writer.close?.();
         } catch (e) {
@@ -290,10 +295,11 @@ export function runConnectorSuite(name: string, options: ConnectorSuiteOptions):
         expect(plugin.rotate, 'the plugin implements rotate').toBeTypeOf('function');
         const config = await rotation.config();
         const supplied = rotation.supplied ? await rotation.supplied(config) : undefined;
-        const fields = await plugin.rotate!(ctx(config), supplied ? { config: supplied } : {});
+        const direction = rotation.direction ?? (options.destination ? 'destination' : 'source');
+        const fields = await plugin.rotate!(ctx(config, direction), supplied ? { config: supplied } : {});
         const rotated = { ...config, ...fields };
         for (const key of Object.keys(fields)) expect(options.secretFields).toContain(key);
-        expect((await plugin.check!(ctx(rotated))).health).toBe('healthy');
+        expect((await plugin.check!(ctx(rotated, direction))).health).toBe('healthy');
       });
     }
   });

@@ -9,6 +9,7 @@ export { eventually } from './eventually.js';
 export { startTestPostgres, getSharedTestPostgres, type TestPostgres } from './embedded-postgres.js';
 export { runStorageSuite, connectorRow, pipelineRow, type StorageFactory } from './storage-suite.js';
 export { runEngineStorageSuite } from './engine-storage-suite.js';
+export { connectorContext, type ConnectorContextOptions } from './connector-context.js';
 export { runConnectorSuite, type ConnectorSuiteOptions, type SourceHarness, type DestinationHarness, type LandedEvent } from './connector-suite.js';
 export { MemoryHub, MemoryStream, MemorySink, memoryConnector, memoryConfigSchema, type MemoryHubOptions, type MemoryRecordInput } from './memory-connector.js';
 export { listenLoopback, type LoopbackServer } from './loopback-server.js';

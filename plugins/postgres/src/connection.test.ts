@@ -19,7 +19,9 @@ describe('postgres error classification', () => {
     expect(classifyError(pgError('28P01'), 'source')).toMatchObject({ code: 'auth_failed', retryable: false });
     expect(classifyError(pgError('28000'), 'destination')).toMatchObject({ code: 'auth_failed', retryable: false });
     expect(classifyError(pgError('3D000'), 'check')).toMatchObject({ code: 'database_not_found', retryable: false });
-    expect(classifyError(pgError('42P01', 'relation "x" does not exist'), 'source')).toMatchObject({ code: 'query_failed', retryable: false });
+    expect(classifyError(pgError('42P01', 'relation "x" does not exist'), 'source')).toMatchObject({ code: 'table_not_found', retryable: false });
+    expect(classifyError(pgError('42703', 'column "y" does not exist'), 'check')).toMatchObject({ code: 'column_not_found', retryable: false });
+    expect(classifyError(pgError('42601', 'syntax error at or near "FORM"'), 'source')).toMatchObject({ code: 'query_failed', retryable: false });
   });
 
   it('never repeats a connection string from an unknown error', () => {

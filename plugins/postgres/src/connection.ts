@@ -123,6 +123,8 @@ export function classifyError(error: unknown, side: Side): ConnectorError {
 
   if (state === '28P01' || state === '28000') return fatal('auth_failed', `${where} refused the credentials (SQLSTATE ${state}).`);
   if (state === '3D000') return fatal('database_not_found', `${where} does not exist (SQLSTATE 3D000).`);
+  if (state === '42P01') return fatal('table_not_found', `${where} has no such table (SQLSTATE 42P01): ${serverMessage(error)}`);
+  if (state === '42703') return fatal('column_not_found', `${where} has no such column (SQLSTATE 42703): ${serverMessage(error)}`);
   if (state === '42501') return fatal('permission_denied', `${where} denied a privilege the connector needs (SQLSTATE 42501): ${serverMessage(error)}`);
   if (state === '57014') return retry('timeout', `A statement ran past statement_timeout_ms and was cancelled (SQLSTATE 57014).`);
   if (state !== undefined && (state.startsWith('08') || state.startsWith('53') || state.startsWith('57') || state === '40001' || state === '40P01' || state === '55P03')) {

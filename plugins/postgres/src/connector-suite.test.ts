@@ -60,10 +60,13 @@ runConnectorSuite('postgres', {
     async config() {
       const role = `suite_role_${tables++}`;
       await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'before'`);
+      // A destination's check proves its table takes the role's inserts.
+      await admin.query(`CREATE TABLE ${role}_out (id text PRIMARY KEY, type text, occurred_at timestamptz, payload jsonb)`);
+      await admin.query(`GRANT INSERT ON ${role}_out TO ${role}`);
       const u = new URL(url);
       u.username = role;
       u.password = 'before';
-      return { connection_string: u.toString(), admin_connection_string: url };
+      return { connection_string: u.toString(), admin_connection_string: url, table: `${role}_out` };
     },
   },
 });

@@ -234,8 +234,32 @@ interface PreparedTable {
  */
 async function prepareTable(pool: pg.Pool, settings: DestinationSettings): Promise<PreparedTable> {
   if (settings.createTable) await pool.query(createTableSql(settings));
-  const { rows } = await pool.query<{ attname: string; typname: string; formatted: string; relkind: string }>(
-    `SELECT a.attname, coalesce(b.typname, t.typname) AS typname, format_type(a.atttypid, NULL) AS formatted, c.relkind
+  const { columns, relkind } = await describeTable(pool, settings);
+  return {
+    sql: insertSql(settings, columns.map((c) => c.formatted)),
+    encoders: columns.map((c) => (c.typname === 'json' || c.typname === 'jsonb' ? asJson : asText)),
+    copy: relkind === 'r' || relkind === 'p',
+  };
+}
+
+/** A written column as the catalog describes it. */
+interface TableColumn {
+  readonly attname: string;
+  /** The type's name, or its base type's for a domain. */
+  readonly typname: string;
+  /** The type as `format_type` spells it, without a modifier. */
+  readonly formatted: string;
+}
+
+/**
+ * The written columns of the destination table, in statement order, and the table's kind; throws
+ * a non-retryable `table_not_found` when it does not exist, `configuration_invalid` when a
+ * column is missing, and `permission_denied` when the connector's role may not insert into it.
+ */
+export async function describeTable(db: pg.Pool | pg.Client, settings: DestinationSettings): Promise<{ columns: TableColumn[]; relkind: string }> {
+  const { rows } = await db.query<TableColumn & { relkind: string; insertable: boolean }>(
+    `SELECT a.attname, coalesce(b.typname, t.typname) AS typname, format_type(a.atttypid, NULL) AS formatted, c.relkind,
+            has_table_privilege(c.oid, 'INSERT') AS insertable
        FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_type t ON t.oid = a.atttypid
        LEFT JOIN pg_type b ON t.typtype = 'd' AND b.oid = t.typbasetype
       WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`,
@@ -249,12 +273,10 @@ async function prepareTable(pool: pg.Pool, settings: DestinationSettings): Promi
   if (missing.length > 0) {
     throw new ConnectorError('configuration_invalid', `The destination table ${settings.table} has no column ${missing.join(', ')}.`, { retryable: false });
   }
-  const columns = settings.columns.map((c) => types.get(c.name)!);
-  return {
-    sql: insertSql(settings, columns.map((c) => c.formatted)),
-    encoders: columns.map((c) => (c.typname === 'json' || c.typname === 'jsonb' ? asJson : asText)),
-    copy: rows[0]!.relkind === 'r' || rows[0]!.relkind === 'p',
-  };
+  if (!rows[0]!.insertable) {
+    throw new ConnectorError('permission_denied', `The connector's role may not insert into ${settings.table}.`, { retryable: false });
+  }
+  return { columns: settings.columns.map((c) => types.get(c.name)!), relkind: rows[0]!.relkind };
 }
 
 function encodeRow(event: DestinationEvent, settings: DestinationSettings, encoders: readonly Encoder[]): (string | null)[] {

@@ -1,5 +1,6 @@
 import { ConnectorError, defineConnector, type ConnectorDefinition } from '@ferry/core';
 import { postgresConfigSchema, validatePostgresConfig } from './config.js';
+import { checkSide } from './check.js';
 import { classifyError, clientConfig, createPool, withClient } from './connection.js';
 import { destinationSettings, postgresDestination } from './destination.js';
 import { rotatePostgres } from './rotate.js';
@@ -28,8 +29,10 @@ export type PostgresConnector = ConnectorDefinition<typeof postgresConfigSchema>
 
 /**
  * The `postgres` connector type (contract section 13). As a source it reads a table or a query
- * incrementally by a unique, monotonic `cursor_column`; as a destination it writes batches with
- * multi-row INSERTs keyed by the event id, so a re-delivered batch adds no duplicates.
+ * incrementally by a unique, monotonic `cursor_column`; as a destination it COPYs batches, and
+ * writes a batch COPY refuses with `INSERT ... ON CONFLICT ("id") DO NOTHING` (then row by row),
+ * so a re-delivered batch adds no duplicates and a bad row is rejected alone. `check` proves the
+ * connection and what its side needs (the source's read, the destination's table).
  *
  * @example
  * ```ts
@@ -53,7 +56,7 @@ export function postgres(options: PostgresOptions = {}): PostgresConnector {
     async check(ctx) {
       const started = ctx.clock.now();
       try {
-        await withClient(clientConfig(ctx.config, { connectTimeoutMs }), (client) => client.query('SELECT 1'));
+        await withClient(clientConfig(ctx.config, { connectTimeoutMs }), (client) => checkSide(client, ctx.config, ctx.direction));
         return { health: 'healthy', latencyMs: Math.max(0, ctx.clock.now() - started) };
       } catch (error) {
         const classified = classifyError(error, 'check');

@@ -1,6 +1,6 @@
 import { createServer, type AddressInfo } from 'node:net';
-import { ConnectorError, silentLogger, systemClock, type ConnectorContext, type Destination, type DestinationEvent, type PipelineConnectorContext, type PullSource } from '@ferry/core';
-import { getSharedTestPostgres } from '@ferry/testing';
+import { ConnectorError, type ConnectorDirection, type Destination, type DestinationEvent, type PullSource } from '@ferry/core';
+import { connectorContext, getSharedTestPostgres } from '@ferry/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgres, type PostgresConfig } from './index.js';
@@ -8,11 +8,9 @@ import { postgres, type PostgresConfig } from './index.js';
 const plugin = postgres({ connectTimeoutMs: 3000 });
 const never = new AbortController().signal;
 
-function ctx(config: PostgresConfig): ConnectorContext<PostgresConfig> {
-  return { config, connectorId: 'con_pg', workspaceId: 'default', logger: silentLogger, clock: systemClock, signal: never };
-}
-// Cast: the pipeline context may carry more than this plugin uses (the engine's inbox).
-const pipelineCtx = (config: PostgresConfig) => ({ ...ctx(config), pipelineId: 'pip_1' }) as unknown as PipelineConnectorContext<PostgresConfig>;
+const ctx = (config: PostgresConfig, direction: ConnectorDirection = 'destination') => connectorContext(config, { direction, connectorId: 'con_pg' });
+/** A table every role may write: checks of a destination need one. */
+const CHECKED = 'check_target';
 
 let url: string;
 let admin: pg.Pool;
@@ -21,6 +19,8 @@ const opened: { close?(): Promise<void> }[] = [];
 beforeAll(async () => {
   url = await (await getSharedTestPostgres()).createDatabase('plugin_postgres');
   admin = new pg.Pool({ connectionString: url, max: 2 });
+  await admin.query(`CREATE TABLE ${CHECKED} (id text PRIMARY KEY, type text, occurred_at timestamptz, payload jsonb)`);
+  await admin.query(`GRANT ALL ON ${CHECKED} TO PUBLIC`);
 });
 afterAll(async () => {
   for (const o of opened) await o.close?.();
@@ -29,12 +29,12 @@ afterAll(async () => {
 });
 
 async function openSource(config: PostgresConfig): Promise<PullSource> {
-  const source = (await plugin.source!(pipelineCtx(config))) as PullSource;
+  const source = (await plugin.source!(ctx(config, 'source'))) as PullSource;
   opened.push(source);
   return source;
 }
 async function openDestination(config: PostgresConfig): Promise<Destination> {
-  const destination = await plugin.destination!(pipelineCtx(config));
+  const destination = await plugin.destination!(ctx(config));
   opened.push(destination);
   return destination;
 }
@@ -196,13 +196,42 @@ describe('postgres destination', () => {
 
 describe('postgres check and errors', () => {
   it('is healthy with a latency', async () => {
-    const result = await plugin.check!(ctx({ connection_string: url }));
+    const result = await plugin.check!(ctx({ connection_string: url, table: CHECKED }));
     expect(result.health).toBe('healthy');
     expect(result.latencyMs).toBeGreaterThanOrEqual(0);
   });
 
+  it("proves what its side needs: the source's read, the destination's table, columns and privilege", async () => {
+    await admin.query(`CREATE TABLE check_src (seq bigint PRIMARY KEY, kind text, at timestamptz)`);
+    await admin.query(`CREATE ROLE check_reader LOGIN PASSWORD 'pw'`);
+    const down = async (config: PostgresConfig, direction: ConnectorDirection) => {
+      const result = await plugin.check!(ctx(config, direction));
+      expect(result.health).toBe('down');
+      return result.error!.code;
+    };
+    const source: PostgresConfig = { connection_string: url, table: 'check_src', cursor_column: 'seq', type_column: 'kind', occurred_at_column: 'at' };
+    expect((await plugin.check!(ctx(source, 'source'))).health).toBe('healthy');
+    expect((await plugin.check!(ctx({ ...source, table: undefined, query: 'SELECT seq, kind, at FROM check_src WHERE kind IS NOT NULL' }, 'source'))).health).toBe('healthy');
+    expect(await down({ ...source, table: 'no_such_table' }, 'source')).toBe('table_not_found');
+    expect(await down({ ...source, cursor_column: 'no_such_column' }, 'source')).toBe('column_not_found');
+    expect(await down({ ...source, occurred_at_column: 'when' }, 'source')).toBe('configuration_invalid');
+    const reader = new URL(url);
+    reader.username = 'check_reader';
+    reader.password = 'pw';
+    expect(await down({ ...source, connection_string: reader.toString() }, 'source')).toBe('permission_denied');
+
+    expect(await down({ connection_string: url, table: 'no_such_table' }, 'destination')).toBe('table_not_found');
+    expect((await plugin.check!(ctx({ connection_string: url, table: 'not_yet', create_table: true }))).health).toBe('healthy');
+    expect(await down({ connection_string: url, table: 'check_src', create_table: true }, 'destination')).toBe('configuration_invalid');
+    expect(await down({ connection_string: url, table: 'check_src', columns: { kind: 'kind', missing: 'x' } }, 'destination')).toBe('configuration_invalid');
+    await admin.query(`GRANT SELECT ON check_src TO check_reader`);
+    expect((await plugin.check!(ctx({ ...source, connection_string: reader.toString() }, 'source'))).health).toBe('healthy');
+    await admin.query(`CREATE TABLE check_dst (id text PRIMARY KEY, type text, occurred_at timestamptz, payload jsonb)`);
+    expect(await down({ connection_string: reader.toString(), table: 'check_dst' }, 'destination')).toBe('permission_denied');
+  });
+
   it('reports an unreachable server as down and its writes as retryable, without secrets', async () => {
-    const config: PostgresConfig = { host: '127.0.0.1', port: await closedPort(), database: 'x', user: 'u', password: 'sup3r-secret', table: 't' };
+    const config: PostgresConfig = { host: '127.0.0.1', port: await closedPort(), database: 'x', user: 'u', password: 'sup3r-secret', table: CHECKED };
     const result = await plugin.check!(ctx(config));
     expect(result).toMatchObject({ health: 'down', error: { code: 'connection_refused' } });
     expect(JSON.stringify(result)).not.toContain('sup3r-secret');
@@ -215,7 +244,7 @@ describe('postgres check and errors', () => {
   it('reports a wrong password as auth_failed, not retryable', async () => {
     const wrong = new URL(url);
     wrong.password = 'not-the-password';
-    const result = await plugin.check!(ctx({ connection_string: wrong.toString() }));
+    const result = await plugin.check!(ctx({ connection_string: wrong.toString(), table: CHECKED }));
     expect(result).toMatchObject({ health: 'down', error: { code: 'auth_failed' } });
     expect(result.error!.message).not.toContain('not-the-password');
     const source = await openSource({ connection_string: wrong.toString(), table: 't', cursor_column: 'id', type: 'x' });
@@ -233,16 +262,16 @@ describe('postgres rotate', () => {
 
   it('sets a new password with ALTER ROLE through admin_connection_string', async () => {
     await admin.query(`CREATE ROLE "ferry rotor" LOGIN PASSWORD 'old-password'`);
-    const config: PostgresConfig = { connection_string: roleUrl('ferry rotor', 'old-password'), admin_connection_string: url };
+    const config: PostgresConfig = { connection_string: roleUrl('ferry rotor', 'old-password'), admin_connection_string: url, table: CHECKED };
     const fields = await plugin.rotate!(ctx(config), {});
     expect(Object.keys(fields)).toEqual(['connection_string']);
     expect(fields.connection_string).not.toContain('old-password');
-    expect((await plugin.check!(ctx({ connection_string: fields.connection_string! }))).health).toBe('healthy');
+    expect((await plugin.check!(ctx({ connection_string: fields.connection_string!, table: CHECKED }))).health).toBe('healthy');
     expect((await plugin.check!(ctx(config))).error?.code).toBe('auth_failed');
 
     // Host-based config: the new password comes back as `password`.
     const u = new URL(url);
-    const discrete: PostgresConfig = { host: u.hostname, port: Number(u.port), database: u.pathname.slice(1), user: 'ferry rotor', password: 'x', admin_connection_string: url };
+    const discrete: PostgresConfig = { host: u.hostname, port: Number(u.port), database: u.pathname.slice(1), user: 'ferry rotor', password: 'x', admin_connection_string: url, table: CHECKED };
     const next = await plugin.rotate!(ctx(discrete), {});
     expect(next.password).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect((await plugin.check!(ctx({ ...discrete, password: next.password! }))).health).toBe('healthy');

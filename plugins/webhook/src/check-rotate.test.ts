@@ -1,14 +1,12 @@
-import { ConnectorError, generateWebhookSecret, silentLogger, systemClock, type Clock, type ConnectorContext } from '@ferry/core';
+import { ConnectorError, generateWebhookSecret, type Clock } from '@ferry/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhook, type WebhookConfig } from './index.js';
-import { VirtualClock } from '@ferry/testing';
+import { connectorContext, VirtualClock } from '@ferry/testing';
 import { startReceiver, type TestReceiver } from './test-receiver.js';
 
 const plugin = webhook({ allowHttp: ['127.0.0.1'] });
 
-function ctx(config: WebhookConfig, clock: Clock = systemClock): ConnectorContext<WebhookConfig> {
-  return { config, connectorId: 'con_1', workspaceId: 'default', logger: silentLogger, clock, signal: new AbortController().signal };
-}
+const ctx = (config: WebhookConfig, clock?: Clock) => connectorContext(config, { connectorId: 'con_1', ...(clock ? { clock } : {}) });
 
 let receiver: TestReceiver;
 beforeAll(async () => {

@@ -2,14 +2,12 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import {
   ConnectorError,
   generateWebhookSecret,
-  silentLogger,
   webhookSecretBytes,
   type DestinationEvent,
-  type PipelineConnectorContext,
 } from '@ferry/core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { webhook, type WebhookConfig } from './index.js';
-import { VirtualClock } from '@ferry/testing';
+import { connectorContext, VirtualClock } from '@ferry/testing';
 import { startReceiver, type ReceivedRequest, type TestReceiver } from './test-receiver.js';
 
 const NOW_MS = 1_760_000_000_123;
@@ -17,9 +15,7 @@ const clock = new VirtualClock(NOW_MS, { settleRealMs: 1 });
 const secret = generateWebhookSecret();
 const plugin = webhook({ allowHttp: ['127.0.0.1'] });
 
-function ctx(config: WebhookConfig): PipelineConnectorContext<WebhookConfig> {
-  return { config, connectorId: 'con_1', workspaceId: 'default', pipelineId: 'pip_1', logger: silentLogger, clock, signal: new AbortController().signal, inbox: { read: async () => ({ records: [], checkpoint: null }) } };
-}
+const ctx = (config: WebhookConfig) => connectorContext(config, { clock, connectorId: 'con_1', pipelineId: 'pip_1' });
 
 function events(n: number): DestinationEvent[] {
   return Array.from({ length: n }, (_, i) => ({ id: `evt_${i}`, type: 'order.created', occurredAt: '2025-01-01T00:00:00.000Z', payload: { n: i } }));

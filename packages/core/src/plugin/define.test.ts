@@ -176,6 +176,7 @@ describe('defineConnector', () => {
       config,
       connectorId: 'con_1',
       workspaceId: 'ws_1',
+      direction: 'source' as const,
       logger: silentLogger,
       clock: systemClock,
       signal: new AbortController().signal,

@@ -118,6 +118,12 @@ export interface ConnectorContext<TConfig> {
   readonly config: TConfig;
   readonly connectorId: string;
   readonly workspaceId: string;
+  /**
+   * The direction the connector was created with: what a `check` has to prove (a source's table
+   * can be read, a destination's written). A pipeline opens `source` or `destination` as the
+   * side it needs, whatever this says (`bidirectional` connectors are opened as either).
+   */
+  readonly direction: ConnectorDirection;
   readonly logger: Logger;
   readonly clock: Clock;
   /** Aborted when the engine stops or the call is no longer wanted. */

@@ -401,6 +401,7 @@ export class ConnectorsService {
       config: opened.config,
       connectorId: opened.row.id,
       workspaceId: opened.row.workspace_id,
+      direction: opened.row.direction,
       logger: this.ctx.logger.child({ connector_id: opened.row.id, connector_type: opened.row.type }),
       clock: this.ctx.clock,
       signal,
