@@ -24,6 +24,14 @@ describe('postgres error classification', () => {
     expect(classifyError(pgError('42601', 'syntax error at or near "FORM"'), 'source')).toMatchObject({ code: 'query_failed', retryable: false });
   });
 
+  it('stops on TLS failures: a certificate that does not verify, a server without TLS', () => {
+    for (const code of ['DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'CERT_HAS_EXPIRED', 'ERR_TLS_CERT_ALTNAME_INVALID']) {
+      expect(classifyError(pgError(code, 'certificate trouble'), 'source')).toMatchObject({ code: 'tls_failed', retryable: false });
+    }
+    expect(classifyError(new Error('The server does not support SSL connections'), 'check')).toMatchObject({ code: 'tls_failed', retryable: false });
+    expect(classifyError(Object.assign(new Error('connect ECONNRESET'), { code: 'ECONNRESET' }), 'source')).toMatchObject({ retryable: true });
+  });
+
   it('never repeats a connection string from an unknown error', () => {
     const error = classifyError(new Error('could not parse postgres://u:hunter2@h/db'), 'check');
     expect(error).toBeInstanceOf(ConnectorError);

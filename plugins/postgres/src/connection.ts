@@ -130,6 +130,8 @@ export function classifyError(error: unknown, side: Side): ConnectorError {
   if (state !== undefined && (state.startsWith('08') || state.startsWith('53') || state.startsWith('57') || state === '40001' || state === '40P01' || state === '55P03')) {
     return retry(unavailable, `${where} is unavailable or overloaded (SQLSTATE ${state}); will retry.`);
   }
+  const tls = tlsFailure(error);
+  if (tls !== undefined) return fatal('tls_failed', `${where} could not be reached over TLS (${tls}); check ssl and the server's certificate.`);
   if (errno === 'ECONNREFUSED') return retry('connection_refused', `${where} refused the connection (ECONNREFUSED).`);
   if (errno !== undefined) return retry(unavailable, `${where} could not be reached (${errno}).`);
   const message = error instanceof Error ? error.message : String(error);
@@ -138,6 +140,22 @@ export function classifyError(error: unknown, side: Side): ConnectorError {
   if (/Connection terminated|connection.*closed|not queryable/i.test(message)) return retry(unavailable, `${where} closed the connection; will retry.`);
   if (state !== undefined) return fatal('query_failed', `${where} rejected a statement (SQLSTATE ${state}): ${serverMessage(error)}`);
   return retry(unavailable, `${where} failed unexpectedly; will retry.`);
+}
+
+/** Node's certificate verification codes, and OpenSSL's and node's TLS error codes. */
+const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|UNABLE_TO_|CERT_|HOSTNAME_MISMATCH$)/;
+
+/**
+ * What went wrong with TLS, when that is what failed: a certificate that does not verify (a
+ * wrong `ssl.ca`, a self-signed certificate, a host name it does not cover) or a server without
+ * TLS asked for it. Retrying cannot fix either; the config or the server must change.
+ */
+function tlsFailure(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && TLS_CODES.test(code)) return code;
+  const message = error instanceof Error ? error.message : '';
+  if (/does not support SSL/i.test(message)) return 'the server does not support it';
+  return undefined;
 }
 
 /** A server error's own message, which never holds the connection's credentials, bounded. */

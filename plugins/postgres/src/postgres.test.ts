@@ -241,6 +241,14 @@ describe('postgres check and errors', () => {
     expect((failure as Error).message).not.toContain('sup3r-secret');
   });
 
+  it('asked for TLS by a server without it, fails as tls_failed, not retryable', async () => {
+    // The embedded server has no TLS: the one case of the ssl options a real server here can show.
+    const result = await plugin.check!(ctx({ connection_string: url, table: CHECKED, ssl: true }));
+    expect(result).toMatchObject({ health: 'down', error: { code: 'tls_failed' } });
+    const destination = await openDestination({ connection_string: url, table: CHECKED, ssl: { reject_unauthorized: false } });
+    await expect(destination.write([event(1)], never)).rejects.toMatchObject({ code: 'tls_failed', retryable: false });
+  });
+
   it('reports a wrong password as auth_failed, not retryable', async () => {
     const wrong = new URL(url);
     wrong.password = 'not-the-password';
