@@ -8,7 +8,10 @@ import { defineConfig } from 'vitest/config';
  */
 export default defineConfig({
   resolve: { conditions: ['ferry-source', ...defaultClientConditions] },
-  ssr: { resolve: { conditions: ['ferry-source', ...defaultServerConditions] } },
+  // Without `module`: a bundler's condition, which Node never applies. Packages such as the AWS
+  // SDK list it before `node` and point it at builds with extensionless imports that only a
+  // bundler can load; tests run in Node and must resolve what Node resolves.
+  ssr: { resolve: { conditions: ['ferry-source', ...defaultServerConditions.filter((c) => c !== 'module')] } },
   test: {
     // Storage suites share one embedded Postgres per worker; keep the load bounded on 2 cores.
     maxWorkers: 2,

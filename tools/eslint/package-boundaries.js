@@ -7,7 +7,8 @@
  *   or any other subpath).
  * - Each package may import only the Ferry packages its layer allows: core none; http core; the
  *   framework adapters http and core; plugins and the test kit core (a plugin's own test files,
- *   `*.test.ts`, also the test kit, for its real test servers); the server and everything
+ *   `*.test.ts`, and the helpers they share, `test-*.ts`, also the test kit, for its real test
+ *   servers); the server and everything
  *   outside `packages/` and `plugins/` (examples, cross-package tests, benchmarks) any public entry.
  */
 import path from 'node:path';
@@ -22,11 +23,13 @@ const ALLOWED = {
 
 /**
  * What a plugin file may import: core only, since a published plugin must run with nothing but
- * core; its tests, which are never published, may also start real servers through the test kit.
+ * core; its tests and their shared helpers (`test-*.ts`, which the plugin's entry never
+ * imports, so they are not published either) may also start real servers through the test kit.
  * @param {string} file
  */
 function pluginAllowed(file) {
-  return file.endsWith('.test.ts') ? ['@ferry/core', '@ferry/testing'] : ['@ferry/core'];
+  const testOnly = file.endsWith('.test.ts') || path.basename(file).startsWith('test-');
+  return testOnly ? ['@ferry/core', '@ferry/testing'] : ['@ferry/core'];
 }
 
 /** @param {string} file */

@@ -6,6 +6,7 @@
  */
 export { VirtualClock } from './virtual-clock.js';
 export { eventually } from './eventually.js';
+export { startTestS3, type TestS3Server } from './s3-server.js';
 export { startTestPostgres, getSharedTestPostgres, type TestPostgres } from './embedded-postgres.js';
 export { runStorageSuite, connectorRow, pipelineRow, type StorageFactory } from './storage-suite.js';
 export { runEngineStorageSuite } from './engine-storage-suite.js';
