@@ -1,0 +1,211 @@
+import { gzipSync } from 'node:zlib';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import type { ConnectorError} from '@ferry/core';
+import { type Checkpoint, type DestinationEvent, type JsonObject, type PullSource, type SourceRecord } from '@ferry/core';
+import { connectorContext } from '@ferry/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from './client.js';
+import { s3Destination } from './destination.js';
+import { s3, type S3Config } from './index.js';
+import { freshConfig, keysUnder, linesUnder, objectText, startStore, type TestStore } from './test-store.js';
+
+const plugin = s3({ requestTimeoutMs: 10_000 });
+const never = new AbortController().signal;
+let store: TestStore;
+const opened: { close?(): Promise<void> }[] = [];
+
+beforeAll(async () => {
+  store = await startStore();
+});
+afterAll(async () => {
+  for (const o of opened) await o.close?.();
+  await store?.stop();
+});
+
+const config = async (extra: JsonObject = {}) => (await freshConfig(store, extra)) as unknown as S3Config;
+async function openDestination(c: S3Config, pipelineId = 'pip_test') {
+  const destination = await plugin.destination!(connectorContext(c, { pipelineId }));
+  opened.push(destination);
+  return destination;
+}
+async function openSource(c: S3Config) {
+  const source = (await plugin.source!(connectorContext(c, { direction: 'source' }))) as PullSource;
+  opened.push(source);
+  return source;
+}
+const put = (c: S3Config, key: string, body: string | Buffer) => store.client.send(new PutObjectCommand({ Bucket: c.bucket, Key: key, Body: body }));
+const event = (i: number, payload: JsonObject = { n: i }, occurredAt = '2026-03-04T05:06:07.000Z'): DestinationEvent => ({
+  id: `evt_${String(i).padStart(4, '0')}`,
+  type: 'order.created',
+  occurredAt,
+  payload,
+});
+
+/** Reads everything from `from` in batches of `max`, returning the records and the checkpoints passed. */
+async function drain(source: PullSource, from: Checkpoint | null, max: number) {
+  const records: SourceRecord[] = [];
+  let checkpoint = from;
+  for (let i = 0; i < 1000; i++) {
+    const batch = await source.read(checkpoint, max, never);
+    if (batch.records.length === 0) return { records, checkpoint: batch.checkpoint };
+    records.push(...batch.records);
+    checkpoint = batch.checkpoint;
+  }
+  throw new Error('the source never caught up');
+}
+
+describe('s3 destination', () => {
+  it('names objects by date, pipeline and the batch\'s first and last ids; a batch delivered again overwrites itself', async () => {
+    const c = await config();
+    const destination = await openDestination(c, 'pip_orders');
+    const batch = [event(1, { n: 1 }, '2026-03-04T23:59:59.999Z'), event(2), event(3)];
+    expect((await destination.write(batch, never)).every((r) => r.ok)).toBe(true);
+    expect((await destination.write(batch, never)).every((r) => r.ok)).toBe(true);
+    expect(await keysUnder(store, c as unknown as JsonObject)).toEqual(['events/2026/03/04/pip_orders-evt_0001-evt_0003.jsonl']);
+    const text = await objectText(store, c.bucket, 'events/2026/03/04/pip_orders-evt_0001-evt_0003.jsonl');
+    expect(text.split('\n')).toEqual([
+      '{"id":"evt_0001","type":"order.created","occurred_at":"2026-03-04T23:59:59.999Z","payload":{"n":1}}',
+      '{"id":"evt_0002","type":"order.created","occurred_at":"2026-03-04T05:06:07.000Z","payload":{"n":2}}',
+      '{"id":"evt_0003","type":"order.created","occurred_at":"2026-03-04T05:06:07.000Z","payload":{"n":3}}',
+      '',
+    ]);
+  });
+
+  it('splits a batch at max_batch_bytes, gzips, writes JSON arrays, and refuses a record larger than an object', async () => {
+    const c = await config({ max_batch_bytes: 1024, compression: 'gzip', format: 'json' });
+    const destination = await openDestination(c);
+    const batch = Array.from({ length: 30 }, (_, i) => event(i, { n: i, text: 'x'.repeat(60) }));
+    batch.splice(7, 0, event(999, { blob: 'y'.repeat(2000) }));
+    const results = await destination.write(batch, never);
+    expect(results.filter((r) => !r.ok)).toHaveLength(1);
+    const refused = results[7] as { ok: false; error: ConnectorError };
+    expect(refused.error).toMatchObject({ code: 'record_too_large', retryable: false });
+    const keys = await keysUnder(store, c as unknown as JsonObject);
+    expect(keys.length).toBeGreaterThan(1);
+    expect(keys.every((k) => /^events\/2026\/03\/04\/pip_test-evt_\d{4}-evt_\d{4}\.json\.gz$/.test(k))).toBe(true);
+    const lines = await linesUnder(store, c as unknown as JsonObject);
+    expect(lines.map((l) => (l.payload as JsonObject).n)).toEqual([...Array(30).keys()]);
+  });
+
+  it('uploads an object over 5 MiB in parts, byte for byte', async () => {
+    const c = await config({ max_batch_bytes: 32 * 1024 * 1024 });
+    // The plugin's own client, with a step that notes each command it sends.
+    const sent: string[] = [];
+    const client = createClient(c, { maxSockets: 4, requestTimeoutMs: 30_000, now: () => 0 });
+    client.middlewareStack.add((next, context) => (args) => {
+      sent.push(String(context.commandName));
+      return next(args);
+    }, { step: 'initialize' });
+    const destination = s3Destination(client, c, 'pip_test');
+    opened.push(destination);
+    // About 12 MiB of lines: three parts of 5 MiB and the rest.
+    const batch = Array.from({ length: 1200 }, (_, i) => event(i, { n: i, text: `${i}`.padEnd(10_000, 'z') }));
+    expect((await destination.write(batch, never)).every((r) => r.ok)).toBe(true);
+    const [key] = await keysUnder(store, c as unknown as JsonObject);
+    expect(sent).toEqual(['CreateMultipartUploadCommand', 'UploadPartCommand', 'UploadPartCommand', 'UploadPartCommand', 'CompleteMultipartUploadCommand']);
+    const text = await objectText(store, c.bucket, key!);
+    expect(Buffer.byteLength(text)).toBeGreaterThan(10 * 1024 * 1024);
+    const expected = batch.map((e) => JSON.stringify({ id: e.id, type: e.type, occurred_at: e.occurredAt, payload: e.payload })).join('\n') + '\n';
+    expect(text === expected).toBe(true);
+  });
+
+  // s3rver checks the access key id, not SigV4 signatures: a wrong secret cannot fail here.
+  it('fails a write to a missing bucket non-retryably, and with an unknown key as auth_failed', async () => {
+    const c = await config();
+    await expect((await openDestination({ ...c, bucket: 'no-such-bucket' })).write([event(1)], never)).rejects.toMatchObject({ code: 'bucket_not_found', retryable: false });
+    const wrong = await openDestination({ ...c, access_key_id: 'AKIDNOTKNOWN', secret_access_key: 'not-the-secret' });
+    const failure = await wrong.write([event(1)], never).catch((e: unknown) => e);
+    expect(failure).toMatchObject({ code: 'auth_failed', retryable: false });
+    expect((failure as Error).message).not.toContain('not-the-secret');
+  });
+});
+
+describe('s3 source', () => {
+  it('reads objects in key order and resumes mid-object, by offset or (gzipped) by line, without loss or duplicate', async () => {
+    const c = await config({ type: 'line.read' });
+    await put(c, 'events/a.jsonl', Array.from({ length: 25 }, (_, i) => JSON.stringify({ n: i })).join('\n') + '\n');
+    await put(c, 'events/b.jsonl.gz', gzipSync(Array.from({ length: 25 }, (_, i) => JSON.stringify({ n: 25 + i })).join('\n') + '\n'));
+    // No newline after the last line: the object is complete all the same.
+    await put(c, 'events/c.jsonl', Array.from({ length: 5 }, (_, i) => JSON.stringify({ n: 50 + i })).join('\n'));
+    await put(c, 'events/folder/', '');
+    const first = await openSource(c);
+    const head = await first.read(null, 10, never);
+    expect(head.records.map((r) => r.payload.n)).toEqual([...Array(10).keys()]);
+    expect(head.checkpoint).toMatchObject({ key: 'events/a.jsonl', line: 10, done: false });
+    // A restart: a new source from the checkpoint.
+    const second = await openSource(c);
+    const rest = await drain(second, head.checkpoint, 7);
+    expect(rest.records.map((r) => r.payload.n)).toEqual([...Array(55).keys()].slice(10));
+    expect(rest.records[0]).toMatchObject({ position: 'events/a.jsonl:11', type: 'line.read' });
+    // Each record's position is the same on a re-read: ids derived from it do not change.
+    const again = await drain(await openSource(c), null, 100);
+    expect(again.records.map((r) => r.position)).toEqual([...head.records, ...rest.records].map((r) => r.position));
+    // Caught up; a new object later is read from there.
+    await put(c, 'events/d.jsonl', '{"n":55}\n');
+    expect((await second.read(rest.checkpoint, 10, never)).records.map((r) => r.payload.n)).toEqual([55]);
+  });
+
+  it('a batch that ends exactly at an object\'s end goes on with the next object', async () => {
+    const c = await config({ type: 't' });
+    await put(c, 'events/1.jsonl', '{"n":0}\n{"n":1}\n');
+    await put(c, 'events/2.jsonl', '{"n":2}\n');
+    const source = await openSource(c);
+    const one = await source.read(null, 2, never);
+    expect(one.checkpoint).toMatchObject({ key: 'events/1.jsonl', line: 2, done: false });
+    const two = await source.read(one.checkpoint, 2, never);
+    expect(two.records.map((r) => r.payload.n)).toEqual([2]);
+  });
+
+  it('takes Ferry-shaped lines as events, wraps anything else, and reads JSON arrays', async () => {
+    const c = await config({ type: 'fallback.type' });
+    await put(
+      c,
+      'events/1.jsonl',
+      [
+        '{"id":"evt_x","type":"order.paid","occurred_at":"2026-01-02T03:04:05.000Z","payload":{"amount":5}}',
+        '{"customer":"ada","type":"ignored? no: a plain object keeps its fields"}',
+        '',
+        '[1,2]',
+        'not json at all',
+      ].join('\r\n'),
+    );
+    await put(c, 'events/2.json', JSON.stringify([{ payload: { k: 1 }, type: 'from.array' }, { k: 2 }]));
+    const { records } = await drain(await openSource(c), null, 100);
+    expect(records.map((r) => ({ type: r.type, payload: r.payload }))).toEqual([
+      { type: 'order.paid', payload: { amount: 5 } },
+      { type: 'fallback.type', payload: { customer: 'ada', type: 'ignored? no: a plain object keeps its fields' } },
+      { type: 'fallback.type', payload: { value: [1, 2] } },
+      { type: 'fallback.type', payload: { raw: 'not json at all' } },
+      { type: 'from.array', payload: { k: 1 } },
+      { type: 'fallback.type', payload: { k: 2 } },
+    ]);
+    expect(records[0]!.occurredAt).toBe('2026-01-02T03:04:05.000Z');
+    // Lines without a time of their own take the object's last-modified time: the same on a re-read.
+    expect(typeof records[1]!.occurredAt).toBe('string');
+    expect(records.map((r) => r.position)).toEqual(['events/1.jsonl:1', 'events/1.jsonl:2', 'events/1.jsonl:4', 'events/1.jsonl:5', 'events/2.json:1', 'events/2.json:2']);
+  });
+
+  it('refuses a checkpoint that is not its own', async () => {
+    const source = await openSource(await config());
+    await expect(source.read({ offset: 3 } as unknown as Checkpoint, 10, never)).rejects.toMatchObject({ code: 'invalid_checkpoint', retryable: false });
+  });
+});
+
+describe('s3 check and rotate', () => {
+  it('checks each side: the bucket listed (source) or found (destination); a missing bucket or a wrong key is down', async () => {
+    const c = await config();
+    expect((await plugin.check!(connectorContext(c, { direction: 'source' }))).health).toBe('healthy');
+    expect((await plugin.check!(connectorContext(c))).health).toBe('healthy');
+    expect(await plugin.check!(connectorContext({ ...c, bucket: 'no-such-bucket' }, { direction: 'source' }))).toMatchObject({ health: 'down', error: { code: 'bucket_not_found' } });
+    const wrong = await plugin.check!(connectorContext({ ...c, access_key_id: 'AKIDNOTKNOWN' }, { direction: 'source' }));
+    expect(wrong).toMatchObject({ health: 'down', error: { code: 'auth_failed' } });
+  });
+
+  it('rotates only to supplied keys that work', async () => {
+    const c = await config();
+    await expect(plugin.rotate!(connectorContext(c), {})).rejects.toMatchObject({ code: 'credentials_required', retryable: false });
+    await expect(plugin.rotate!(connectorContext(c), { config: { access_key_id: 'AKIDNOTKNOWN', secret_access_key: 'wrong-secret' } })).rejects.toMatchObject({ code: 'auth_failed' });
+    const fields = await plugin.rotate!(connectorContext(c), { config: { access_key_id: c.access_key_id!, secret_access_key: c.secret_access_key! } });
+    expect(fields).toEqual({ access_key_id: c.access_key_id, secret_access_key: c.secret_access_key });
+  });
+});
