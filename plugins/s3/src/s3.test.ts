@@ -151,7 +151,11 @@ describe('s3 source', () => {
     await put(c, 'events/2.jsonl', '{"n":2}\n');
     const source = await openSource(c);
     const one = await source.read(null, 2, never);
-    expect(one.checkpoint).toMatchObject({ key: 'events/1.jsonl', line: 2, done: false });
+    // Its size says the object is read to its end.
+    expect(one.checkpoint).toMatchObject({ key: 'events/1.jsonl', line: 2, done: true });
+    // A checkpoint from before that knowledge (or a store without a length) still goes on.
+    const stale = await source.read({ key: 'events/1.jsonl', line: 2, offset: 16, done: false }, 2, never);
+    expect(stale.records.map((r) => r.payload.n)).toEqual([2]);
     const two = await source.read(one.checkpoint, 2, never);
     expect(two.records.map((r) => r.payload.n)).toEqual([2]);
   });

@@ -73,9 +73,16 @@ export function s3Source(client: S3Client, config: S3Config): PullSource {
   };
 }
 
-/** Up to 1000 keys after `after` under `prefix`, in order, leaving out "folder" keys. */
+/**
+ * Keys listed per request. A read usually takes one or two objects, and it lists again from its
+ * own position each time (a list kept from an earlier read could miss an object written since),
+ * so a short page costs the store less than the 1,000 it could answer.
+ */
+const LIST_PAGE = 20;
+
+/** The next keys after `after` under `prefix`, in order, leaving out "folder" keys. */
 async function listAfter(client: S3Client, bucket: string, prefix: string, after: string | undefined, signal: AbortSignal): Promise<string[]> {
-  const answer = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ...(after !== undefined ? { StartAfter: after } : {}), MaxKeys: 1000 }), { abortSignal: signal });
+  const answer = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ...(after !== undefined ? { StartAfter: after } : {}), MaxKeys: LIST_PAGE }), { abortSignal: signal });
   return (answer.Contents ?? []).map((o) => o.Key!).filter((key) => key !== undefined && !key.endsWith('/'));
 }
 
@@ -123,6 +130,9 @@ async function readObject(client: S3Client, config: S3Config, from: S3Position, 
     }
     let line = from.line;
     let offset = from.offset;
+    // An uncompressed object's size: a batch that ends at its last line then says `done`, so the
+    // next read goes on to the next object instead of asking for the bytes past its end.
+    const size = gzipped || answer.ContentLength === undefined ? undefined : (ranged ? from.offset : 0) + answer.ContentLength;
     let skip = ranged ? 0 : from.line; // a gzipped (or ranged-from-0) object is read from its start
     let taken = 0;
     let rest = Buffer.alloc(0);
@@ -151,7 +161,7 @@ async function readObject(client: S3Client, config: S3Config, from: S3Position, 
       while ((newline = data.indexOf(0x0a)) !== -1) {
         const full = take(data.subarray(0, newline));
         data = data.subarray(newline + 1);
-        if (full) return { key: from.key, line, offset: gzipped ? 0 : offset, done: false };
+        if (full) return { key: from.key, line, offset: gzipped ? 0 : offset, done: size !== undefined && offset >= size };
       }
       rest = Buffer.from(data);
     }
