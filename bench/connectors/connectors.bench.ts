@@ -51,14 +51,7 @@ async function benchS3(dir: string): Promise<void> {
   let server: TestS3Server | undefined;
   try {
     server = await startTestS3();
-    const client = new S3Client({
-      endpoint: server.endpoint,
-      region: server.region,
-      forcePathStyle: true,
-      credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey },
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-    });
+    const client = new S3Client(server.clientConfig);
     const config = (bucket: string) => ({
       bucket,
       prefix: 'events/',

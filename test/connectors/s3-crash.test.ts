@@ -3,7 +3,6 @@
  * is killed mid-stream; a successor resumes from the checkpoint. No row may be missing; a row
  * written twice (in an object the first engine wrote and one the second wrote) is counted.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,34 +13,11 @@ import { createEngine, generateSecretKey, sqlite } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
 import { s3 } from '@ferry/s3';
 import { getSharedTestPostgres, startTestS3 } from '@ferry/testing';
+import { startChildEngine, untilReal } from '../support/child-engine.js';
 
 const child = join(import.meta.dirname, 'fixtures', 'pipeline-engine.ts');
 const WS = 'default';
 const ROWS = 20_000;
-
-function startChild(filename: string, secretKey: string): Promise<ChildProcess> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', '--conditions=ferry-source', child, filename, secretKey], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-    });
-    let err = '';
-    proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    proc.stdout!.on('data', (d: Buffer) => {
-      if (d.toString().includes('ready')) resolve(proc);
-    });
-    proc.on('exit', (code, signal) => reject(new Error(`the engine exited (${code ?? signal}) before it was ready: ${err}`)));
-  });
-}
-
-/** Waits for real processes (a killed engine's lease expires in real time), checking every 50 ms. */
-async function until(check: () => boolean | Promise<boolean>, what: string, ms = 90_000): Promise<void> {
-  for (let waited = 0; waited < ms; waited += 50) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('s3 destination survives SIGKILL', () => {
   const cleanup: Array<() => unknown> = [];
@@ -58,14 +34,7 @@ describe('s3 destination survives SIGKILL', () => {
 
     const store = await startTestS3();
     cleanup.push(() => store.stop());
-    const client = new S3Client({
-      endpoint: store.endpoint,
-      region: store.region,
-      forcePathStyle: true,
-      credentials: { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-    });
+    const client = new S3Client(store.clientConfig);
     cleanup.push(() => client.destroy());
     await client.send(new CreateBucketCommand({ Bucket: 'crash' }));
     const keys = async () => {
@@ -93,16 +62,16 @@ describe('s3 destination survives SIGKILL', () => {
     });
     const pipeline = await api.pipelines.create(WS, { name: 'orders-to-s3', source_connector_id: source.id, destination_connector_id: destination.id, batch_size: 200, activate: true });
 
-    const first = await startChild(filename, secretKey);
+    const first = await startChildEngine(child, [filename, secretKey], { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
     cleanup.push(() => first.kill('SIGKILL'));
-    await until(async () => (await keys()).length >= 20, 'the first objects');
+    await untilReal(async () => (await keys()).length >= 20, 'the first objects', 90_000, 50);
     first.kill('SIGKILL');
     await new Promise((resolve) => first.once('exit', resolve));
     const objectsAtKill = (await keys()).length;
 
-    const second = await startChild(filename, secretKey);
+    const second = await startChildEngine(child, [filename, secretKey], { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
     cleanup.push(() => second.kill('SIGKILL'));
-    await until(async () => (await api.storage.repos.checkpoints.get(pipeline.id)) === String(ROWS), 'the checkpoint to reach the last row');
+    await untilReal(async () => (await api.storage.repos.checkpoints.get(pipeline.id)) === String(ROWS), 'the checkpoint to reach the last row', 90_000, 50);
 
     const seen = new Map<string, number>();
     for (const key of await keys()) {

@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,30 +5,10 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, postgres, sqlite, type Engine, type StorageConfig } from '@ferry/core';
 import { getSharedTestPostgres, MemoryHub, memoryConnector, startWebhookReceiver, type WebhookReceiver } from '@ferry/testing';
+import { startChildEngine, untilReal } from '../support/child-engine.js';
 
 const child = join(import.meta.dirname, 'fixtures', 'delivery-engine.ts');
 const WS = 'default';
-
-function startChild(database: string, secretKey: string): Promise<ChildProcess> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', '--conditions=ferry-source', child, database, secretKey], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let err = '';
-    proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    proc.stdout!.on('data', (d: Buffer) => {
-      if (d.toString().includes('ready')) resolve(proc);
-    });
-    proc.on('exit', (code, signal) => reject(new Error(`delivery engine exited (${code ?? signal}) before it was ready: ${err}`)));
-  });
-}
-
-/** Waits for real processes and sockets (a killed engine's claims expire in real time), checking every 20 ms. */
-async function until(check: () => boolean | Promise<boolean>, what: string, ms = 60_000): Promise<void> {
-  for (let waited = 0; waited < ms; waited += 20) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** Each database as the child is told it, and as the test opens it. */
 const databases: Record<string, () => Promise<{ arg: string; config: StorageConfig }>> = {
@@ -68,9 +47,9 @@ describe.each(Object.keys(databases))('webhook delivery survives SIGKILL (%s)', 
     };
     await emit(150);
 
-    const first = await startChild(arg, secretKey);
+    const first = await startChildEngine(child, [arg, secretKey]);
     cleanup.push(() => first.kill('SIGKILL'));
-    await until(() => receiver.acknowledged.size >= 40, 'the first deliveries');
+    await untilReal(() => receiver.acknowledged.size >= 40, 'the first deliveries');
     first.kill('SIGKILL');
     await new Promise((resolve) => first.once('exit', resolve));
     const acknowledgedAtKill = receiver.acknowledged.size;
@@ -78,13 +57,13 @@ describe.each(Object.keys(databases))('webhook delivery survives SIGKILL (%s)', 
     // Events recorded while no engine runs stay in the outbox.
     await emit(50);
 
-    const second = await startChild(arg, secretKey);
+    const second = await startChildEngine(child, [arg, secretKey]);
     cleanup.push(() => second.kill('SIGKILL'));
     const all = async () => (await api.storage.repos.outbox.listForWorkspace(WS)).filter((e) => e.type === 'pipeline.created').map((e) => e.id);
     const expected = await all();
     expect(expected).toHaveLength(200);
-    await until(() => expected.every((id) => receiver.acknowledged.has(id)), 'every delivery to arrive');
-    await until(async () => Number((await api.storage.knex('deliveries').whereNot({ status: 'delivered' }).count({ n: '*' }))[0]!.n) === 0, 'every outcome to be recorded');
+    await untilReal(() => expected.every((id) => receiver.acknowledged.has(id)), 'every delivery to arrive');
+    await untilReal(async () => Number((await api.storage.knex('deliveries').whereNot({ status: 'delivered' }).count({ n: '*' }))[0]!.n) === 0, 'every outcome to be recorded');
     expect(Number((await api.storage.knex('deliveries').count({ n: '*' }))[0]!.n)).toBe(200);
     const duplicates = expected.reduce((n, id) => n + Math.max(0, receiver.of(id).filter((r) => r.status === 204).length - 1), 0);
     // The figures the issue asks for: every delivery arrived at least once; duplicates counted.

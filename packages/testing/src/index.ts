@@ -14,5 +14,5 @@ export { runEngineStorageSuite } from './engine-storage-suite.js';
 export { connectorContext, type ConnectorContextOptions } from './connector-context.js';
 export { runConnectorSuite, type ConnectorSuiteOptions, type SourceHarness, type DestinationHarness, type LandedEvent } from './connector-suite.js';
 export { MemoryHub, MemoryStream, MemorySink, memoryConnector, memoryConfigSchema, type MemoryHubOptions, type MemoryRecordInput } from './memory-connector.js';
-export { listenLoopback, type LoopbackServer } from './loopback-server.js';
+export { listenLoopback, closedPort, type LoopbackServer } from './loopback-server.js';
 export { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver, type WebhookReply } from './webhook-receiver.js';

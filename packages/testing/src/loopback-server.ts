@@ -1,5 +1,5 @@
 import { createServer, type RequestListener } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 
 /** An HTTP server on 127.0.0.1 and a free port. */
 export interface LoopbackServer {
@@ -34,4 +34,16 @@ export async function listenLoopback(listener: RequestListener): Promise<Loopbac
         server.closeAllConnections();
       }),
   };
+}
+
+/**
+ * A loopback port nothing listens on (one the OS just handed out and took back): connecting to
+ * it is refused at once, which is how tests stand in for a server that is down.
+ */
+export async function closedPort(): Promise<number> {
+  const probe = createNetServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }

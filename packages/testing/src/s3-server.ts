@@ -15,6 +15,20 @@ export interface TestS3Server {
   /** The credentials the server accepts (it verifies request signatures with them). */
   readonly accessKeyId: string;
   readonly secretAccessKey: string;
+  /**
+   * The AWS SDK client options that reach this server (`new S3Client(server.clientConfig)`):
+   * path-style, its credentials, and request checksums only where required, since s3rver
+   * mishandles the SDK's default checksums on streamed bodies. A plain object, so the kit does
+   * not depend on the SDK.
+   */
+  readonly clientConfig: {
+    endpoint: string;
+    region: string;
+    forcePathStyle: true;
+    credentials: { accessKeyId: string; secretAccessKey: string };
+    requestChecksumCalculation: 'WHEN_REQUIRED';
+    responseChecksumValidation: 'WHEN_REQUIRED';
+  };
   /** Stops the server and removes its files. */
   stop(): Promise<void>;
 }
@@ -30,8 +44,7 @@ const ACCESS_KEY = 'S3RVER';
  * - it runs in its own process, so a test's fake timers or virtual clock never reach it.
  * The child lives until its stdin closes, so it cannot outlive the test process.
  *
- * Clients need `forcePathStyle: true`, and, for streamed bodies, the SDK's checksums off
- * (`requestChecksumCalculation` and `responseChecksumValidation` `WHEN_REQUIRED`).
+ * `clientConfig` holds the SDK options a client needs to reach it.
  */
 export async function startTestS3(): Promise<TestS3Server> {
   const directory = await mkdtemp(join(tmpdir(), 'ferry-test-s3-'));
@@ -63,11 +76,20 @@ export async function startTestS3(): Promise<TestS3Server> {
   (child.stdout as unknown as { unref?(): void }).unref?.();
   (child.stderr as unknown as { unref?(): void }).unref?.();
   let stopping: Promise<void> | undefined;
+  const endpoint = `http://127.0.0.1:${port}`;
   return {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint,
     region: 'us-east-1',
     accessKeyId: ACCESS_KEY,
     secretAccessKey: ACCESS_KEY,
+    clientConfig: {
+      endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: ACCESS_KEY },
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    },
     stop: () =>
       (stopping ??= (async () => {
         const exited = new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));

@@ -1,6 +1,5 @@
-import { createServer, type AddressInfo } from 'node:net';
 import type { JsonObject } from '@ferry/core';
-import { getSharedTestPostgres, runConnectorSuite } from '@ferry/testing';
+import { closedPort, getSharedTestPostgres, runConnectorSuite } from '@ferry/testing';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { postgres } from './index.js';
@@ -16,14 +15,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await admin.end();
 });
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 runConnectorSuite('postgres', {
   plugin: postgres({ connectTimeoutMs: 3000 }),

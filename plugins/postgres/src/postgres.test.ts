@@ -1,6 +1,5 @@
-import { createServer, type AddressInfo } from 'node:net';
 import { ConnectorError, type ConnectorDirection, type Destination, type DestinationEvent, type PullSource } from '@ferry/core';
-import { connectorContext, getSharedTestPostgres } from '@ferry/testing';
+import { closedPort, connectorContext, getSharedTestPostgres } from '@ferry/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgres, type PostgresConfig } from './index.js';
@@ -46,14 +45,6 @@ const event = (n: number, payload: Record<string, unknown> = { n }): Destination
 });
 
 /** A port on 127.0.0.1 nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 describe('postgres source', () => {
   it('reads from a checkpoint in batches and resumes without loss or duplicate', async () => {
     await admin.query(`CREATE TABLE src_orders (seq bigserial PRIMARY KEY, kind text, at timestamptz, amount numeric, day date, raw bytea, tags text[])`);

@@ -1,7 +1,6 @@
-import { createServer, type AddressInfo } from 'node:net';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import type { JsonObject } from '@ferry/core';
-import { runConnectorSuite } from '@ferry/testing';
+import { closedPort, runConnectorSuite } from '@ferry/testing';
 import { afterAll, beforeAll } from 'vitest';
 import { s3 } from './index.js';
 import { freshConfig, linesUnder, startStore, type TestStore } from './test-store.js';
@@ -13,14 +12,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await store?.stop();
 });
-
-async function closedPort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 let objects = 0;
 

@@ -12,17 +12,10 @@ export interface TestStore {
 
 let buckets = 0;
 
-/** Starts s3rver and a client for it (path-style, checksums only where required, as s3rver needs). */
+/** Starts s3rver and an SDK client of it. */
 export async function startStore(): Promise<TestStore> {
   const server = await startTestS3();
-  const client = new S3Client({
-    endpoint: server.endpoint,
-    region: server.region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+  const client = new S3Client(server.clientConfig);
   return {
     server,
     client,
