@@ -189,6 +189,22 @@ describe('s3 source', () => {
     expect(records.map((r) => r.position)).toEqual(['events/1.jsonl:1', 'events/1.jsonl:2', 'events/1.jsonl:4', 'events/1.jsonl:5', 'events/2.json:1', 'events/2.json:2']);
   });
 
+  it('one read goes through more objects than one listing page holds', async () => {
+    const c = await config({ type: 't' });
+    for (let i = 0; i < 45; i++) await put(c, `events/${String(i).padStart(3, '0')}.jsonl`, `{"n":${i}}\n`);
+    const batch = await (await openSource(c)).read(null, 100, never);
+    expect(batch.records.map((r) => r.payload.n)).toEqual([...Array(45).keys()]);
+    expect(batch.checkpoint).toMatchObject({ key: 'events/044.jsonl', done: true });
+  });
+
+  it('a .json object that is not JSON is one raw record, and the source goes on', async () => {
+    const c = await config({ type: 't' });
+    await put(c, 'events/1.json', '[{"k": 1}, oops');
+    await put(c, 'events/2.jsonl', '{"k":2}\n');
+    const { records } = await drain(await openSource(c), null, 10);
+    expect(records.map((r) => r.payload)).toEqual([{ raw: '[{"k": 1}, oops' }, { k: 2 }]);
+  });
+
   it('refuses a checkpoint that is not its own', async () => {
     const source = await openSource(await config());
     await expect(source.read({ offset: 3 } as unknown as Checkpoint, 10, never)).rejects.toMatchObject({ code: 'invalid_checkpoint', retryable: false });

@@ -120,7 +120,7 @@ async function readObject(client: S3Client, config: S3Config, from: S3Position, 
         const parsed = JSON.parse(text) as JsonValue;
         items = Array.isArray(parsed) ? parsed : [parsed];
       } catch {
-        items = [];
+        // Not JSON as a whole: one record holding the text (cut at 10,000 characters).
         record(undefined, text.slice(0, 10_000), 1);
         return { key: from.key, line: 1, offset: 0, done: true };
       }
