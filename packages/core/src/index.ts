@@ -68,6 +68,8 @@ export type { PlatformEventListener } from './platform-event-bus.js';
 
 export { defineConnector, defineTransform } from './plugin/define.js';
 export { Secret, REDACTED, SECRET_KEYWORD } from './plugin/secret.js';
+export { secretPaths, type ConfigPath } from './plugin/config-secrets.js';
+export { getPath, DotPath, DOT_PATH_PATTERN } from './transforms/dot-path.js';
 export { ConnectorError, type ConnectorErrorOptions } from './plugin/connector-error.js';
 export type {
   JsonValue,
