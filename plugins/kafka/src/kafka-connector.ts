@@ -1,0 +1,103 @@
+import { ConnectorError, defineConnector, type ConnectorDefinition, type Logger } from '@ferry/core';
+import { classifyError, createKafka } from './client.js';
+import { kafkaConfigSchema, validateKafkaConfig, type KafkaConfig } from './config.js';
+import { kafkaDestination } from './destination.js';
+import { kafkaSource, type ConsumerTimings } from './source.js';
+
+/** This plugin's version. */
+export const KAFKA_PLUGIN_VERSION = '0.1.0';
+
+/** Options of {@link kafka}. */
+export interface KafkaOptions {
+  /**
+   * Retries of one request inside kafkajs before the error reaches the engine (default 5); the
+   * engine then backs off and tries again for as long as the outage lasts.
+   */
+  retries?: number;
+  /** Consumer group timings of sources (kafkajs's defaults, but a 1 s fetch wait). */
+  consumer?: Partial<ConsumerTimings>;
+}
+
+/** The `kafka` connector definition. */
+export type KafkaConnector = ConnectorDefinition<typeof kafkaConfigSchema>;
+
+/**
+ * The `kafka` connector type (contract section 13), on kafkajs. As a destination it produces
+ * each event as a JSON message keyed by its id (or a payload field), with `ferry-id` and
+ * `ferry-type` headers; as a source it consumes topics in a consumer group, one message one
+ * event, and commits the group's offsets only after the engine committed the batch.
+ *
+ * @example
+ * ```ts
+ * const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [kafka()] });
+ * ```
+ */
+export function kafka(options: KafkaOptions = {}): KafkaConnector {
+  const retries = options.retries ?? 5;
+  if (!Number.isInteger(retries) || retries < 0 || retries > 20) throw new RangeError('kafka(): retries must be an integer from 0 to 20.');
+  const timings: ConsumerTimings = { sessionTimeoutMs: 30_000, heartbeatIntervalMs: 3_000, maxWaitTimeMs: 1_000, ...options.consumer };
+  if (timings.heartbeatIntervalMs * 3 > timings.sessionTimeoutMs) throw new RangeError('kafka(): the heartbeat interval must be at most a third of the session timeout.');
+
+  /** Proves the brokers answer these credentials and know the topics this side uses. */
+  const probe = async (config: KafkaConfig, logger: Logger) => {
+    const admin = createKafka(config, { retries: Math.min(retries, 2), logger }).admin();
+    try {
+      await admin.connect();
+      const topics = [...(config.topics ?? []), ...(config.topic !== undefined ? [config.topic] : [])];
+      if (topics.length > 0) await admin.fetchTopicMetadata({ topics });
+      else await admin.describeCluster();
+    } finally {
+      await admin.disconnect().catch(() => undefined);
+    }
+  };
+
+  return defineConnector({
+    type: 'kafka',
+    version: KAFKA_PLUGIN_VERSION,
+    directions: ['source', 'destination'],
+    configSchema: kafkaConfigSchema,
+
+    validateConfig: (config, direction) => validateKafkaConfig(config, direction),
+
+    async check(ctx) {
+      const started = ctx.clock.now();
+      try {
+        await probe(ctx.config, ctx.logger);
+        return { health: 'healthy', latencyMs: Math.max(0, ctx.clock.now() - started) };
+      } catch (error) {
+        const classified = classifyError(error, 'check');
+        return { health: 'down', latencyMs: Math.max(0, ctx.clock.now() - started), error: { code: classified.code, message: classified.message } };
+      }
+    },
+
+    source(ctx) {
+      const groupId = ctx.config.group_id ?? `ferry-${ctx.pipelineId}`;
+      return kafkaSource(createKafka(ctx.config, { retries, logger: ctx.logger }), ctx.config, groupId, timings, ctx.logger);
+    },
+
+    destination(ctx) {
+      return kafkaDestination(createKafka(ctx.config, { retries, logger: ctx.logger }), ctx.config);
+    },
+
+    /**
+     * Supplied credentials (`sasl`, or `ssl` with a new client key), proven against the brokers
+     * before they are accepted. New ones cannot be made here (the cluster's admin makes them),
+     * so a rotation without them is refused.
+     */
+    async rotate(ctx, input) {
+      const supplied = input.config;
+      if (!supplied || (supplied.sasl === undefined && supplied.ssl === undefined)) {
+        throw new ConnectorError('credentials_required', 'Supply new sasl credentials (or an ssl client key) to rotate a kafka connector.', { retryable: false });
+      }
+      const fields: Partial<KafkaConfig> = {};
+      if (supplied.sasl !== undefined) fields.sasl = { ...ctx.config.sasl, ...supplied.sasl } as KafkaConfig['sasl'];
+      if (supplied.ssl !== undefined) fields.ssl = typeof supplied.ssl === 'object' && typeof ctx.config.ssl === 'object' ? { ...ctx.config.ssl, ...supplied.ssl } : supplied.ssl;
+      try {
+        await probe({ ...ctx.config, ...fields }, ctx.logger);
+      } catch (error) {
+        throw classifyError(error, 'check');
+      }
+      return fields;
+    },
+  });
+}

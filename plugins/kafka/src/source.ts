@@ -1,0 +1,207 @@
+import { getPath, type Checkpoint, type JsonObject, type JsonValue, type Logger, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
+import type { Kafka, KafkaMessage } from 'kafkajs';
+import { classifyError } from './client.js';
+import { DEFAULT_SOURCE_BATCH_SIZE, DEFAULT_SOURCE_TYPE, type KafkaConfig } from './config.js';
+import { ID_HEADER } from './destination.js';
+
+/**
+ * A kafka source's checkpoint: per topic and partition, the offset of the next message to hand
+ * over (`{ "orders": { "0": "1042", "1": "977" } }`). Offsets are strings: they are 64-bit.
+ */
+export type KafkaPosition = Record<string, Record<string, string>>;
+
+/** Consumer timings (kafkajs's names), tunable per plugin instance. */
+export interface ConsumerTimings {
+  /** A member silent this long is out of the group (default 30000). */
+  sessionTimeoutMs: number;
+  /** How often a member says it is alive (default 3000). */
+  heartbeatIntervalMs: number;
+  /** Longest a fetch waits on the broker for new messages (default 1000): the latency of an idle stream. */
+  maxWaitTimeMs: number;
+}
+
+/**
+ * The kafka source: a consumer in the group `group_id` (default `ferry-<pipeline id>`) hands
+ * each fetched batch over in slices of `batch_size`, one message one event, and waits for the
+ * engine to commit a slice's checkpoint before it commits the same offsets to Kafka and takes
+ * the next. The checkpoint decides where reading resumes, not the group's offsets: these trail
+ * it by at most one slice (a crash between the two commits), and a partition whose fetch starts
+ * elsewhere is brought back to it (skipping what was committed, or seeking back to a checkpoint
+ * that was moved back), so a crash re-reads and never skips.
+ */
+export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, timings: ConsumerTimings, logger: Logger): PushSource {
+  const topics = config.topics!;
+  const batchSize = config.batch_size ?? DEFAULT_SOURCE_BATCH_SIZE;
+  const typeOf = recordType(config);
+
+  return {
+    async consume(from: Checkpoint | null, handler: (batch: SourceBatch) => Promise<void>, signal: AbortSignal): Promise<void> {
+      let position: KafkaPosition = isPosition(from) ? structuredClone(from) : {};
+      // Partitions already read from the checkpoint's offset in this consumption.
+      const aligned = new Set<string>();
+      let settle!: (error?: unknown) => void;
+      const finished = new Promise<unknown>((resolve) => (settle = (error?: unknown) => resolve(error)));
+      let done = false;
+      const finish = (error?: unknown) => {
+        if (done) return;
+        done = true;
+        settle(error);
+      };
+      if (signal.aborted) return;
+      const onAbort = () => finish();
+      signal.addEventListener('abort', onAbort, { once: true });
+
+      const consumer = kafka.consumer({
+        groupId,
+        sessionTimeout: timings.sessionTimeoutMs,
+        heartbeatInterval: timings.heartbeatIntervalMs,
+        maxWaitTimeInMs: timings.maxWaitTimeMs,
+        allowAutoTopicCreation: false,
+        // A failure ends this consumption and goes to the engine, which counts it and starts
+        // again from the checkpoint after a backoff: not a restart hidden inside kafkajs.
+        retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5_000, restartOnFailure: async () => false },
+      });
+      consumer.on(consumer.events.CRASH, (event) => finish(classifyError(event.payload.error, 'source')));
+      try {
+        await consumer.connect();
+        await consumer.subscribe({ topics, fromBeginning: config.from_beginning ?? false });
+        await consumer.run({
+          autoCommit: false,
+          eachBatchAutoResolve: false,
+          partitionsConsumedConcurrently: 1,
+          eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+            const { topic, partition } = batch;
+            const slot = `${topic}/${partition}`;
+            const expected = position[topic]?.[String(partition)];
+            let messages = batch.messages;
+            if (done || messages.length === 0) return;
+            if (expected !== undefined && !aligned.has(slot)) {
+              if (BigInt(messages[0]!.offset) > BigInt(expected)) {
+                // The group's offset is past the checkpoint (the checkpoint was moved back, or
+                // the group's offsets were changed by hand): read from the checkpoint.
+                aligned.add(slot);
+                consumer.seek({ topic, partition, offset: expected });
+                return;
+              }
+              aligned.add(slot);
+            }
+            if (expected !== undefined) {
+              // What the group's offsets trail the checkpoint by: committed already, skipped.
+              const skipped = messages.filter((m) => BigInt(m.offset) < BigInt(expected));
+              if (skipped.length > 0) resolveOffset(skipped[skipped.length - 1]!.offset);
+              messages = messages.slice(skipped.length);
+            }
+            for (let at = 0; at < messages.length; at += batchSize) {
+              if (done || !isRunning() || isStale()) return;
+              const slice = messages.slice(at, at + batchSize);
+              const last = slice[slice.length - 1]!.offset;
+              const nextOffset = (BigInt(last) + 1n).toString();
+              const next: KafkaPosition = { ...position, [topic]: { ...position[topic], [String(partition)]: nextOffset } };
+              try {
+                await handler({ records: slice.map((m) => toRecord(topic, partition, m, typeOf)), checkpoint: next });
+              } catch (error) {
+                finish(error);
+                return;
+              }
+              position = next;
+              resolveOffset(last);
+              // The group's offsets follow the committed checkpoint, for the tools that watch a
+              // group's lag. Losing this commit loses nothing: a restart reads the checkpoint.
+              await consumer.commitOffsets([{ topic, partition, offset: nextOffset }]).catch((error: unknown) => {
+                logger.debug({ topic, partition, code: classifyError(error, 'source').code }, 'kafka: committing the group offset failed; the checkpoint holds');
+              });
+              if (!done) await heartbeat().catch(() => undefined);
+            }
+          },
+        });
+      } catch (error) {
+        finish(classifyError(error, 'source'));
+      }
+      const outcome = await finished;
+      signal.removeEventListener('abort', onAbort);
+      await consumer.disconnect().catch(() => undefined);
+      if (outcome !== undefined) throw outcome;
+    },
+  };
+}
+
+/** True for a checkpoint this source wrote. */
+function isPosition(value: Checkpoint | null): value is KafkaPosition {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  return Object.values(value).every((partitions) => partitions !== null && typeof partitions === 'object' && !Array.isArray(partitions) && Object.values(partitions).every((o) => typeof o === 'string' && /^[0-9]+$/.test(o)));
+}
+
+/** How a message's event type is found, by the config: a header, a path in the value, the constant. */
+function recordType(config: KafkaConfig): (headers: KafkaMessage['headers'], value: JsonObject | undefined) => string {
+  const fallback = config.type ?? DEFAULT_SOURCE_TYPE;
+  return (headers, value) => {
+    if (config.type_header !== undefined) {
+      const header = headerText(headers, config.type_header);
+      if (header) return header;
+    }
+    if (config.type_path !== undefined && value !== undefined) {
+      const found = getPath(value, config.type_path);
+      if (typeof found === 'string' && found.length > 0) return found;
+    }
+    return fallback;
+  };
+}
+
+/** A header's value as text (its first, when repeated). */
+function headerText(headers: KafkaMessage['headers'], name: string): string | undefined {
+  const raw = headers?.[name];
+  const one = Array.isArray(raw) ? raw[0] : raw;
+  if (one === undefined) return undefined;
+  return Buffer.isBuffer(one) ? one.toString('utf8') : String(one);
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * One message as a record (contract section 13). A message with a `ferry-id` header is a Ferry
+ * event: its value's `type`, `occurred_at` and `payload` are taken as they are, so a chain
+ * through a topic does not nest. Any other JSON object is the payload; another JSON value, text
+ * or bytes is wrapped as `{ value }` (bytes that are not UTF-8 as `{ value_base64 }`), a
+ * tombstone as `{ value: null }`. The position is `topic/partition/offset`.
+ */
+export function toRecord(topic: string, partition: number, message: KafkaMessage, typeOf: (headers: KafkaMessage['headers'], value: JsonObject | undefined) => string): SourceRecord {
+  const position = `${topic}/${partition}/${message.offset}`;
+  const ms = Number(message.timestamp);
+  const timestamp = Number.isFinite(ms) && ms > 0 ? new Date(ms).toISOString() : undefined;
+  const parsed = parseValue(message.value);
+  const object = isObject(parsed) ? parsed : undefined;
+  if (object && headerText(message.headers, ID_HEADER) !== undefined && isObject(object.payload)) {
+    return {
+      position,
+      type: typeof object.type === 'string' && object.type.length > 0 ? object.type : typeOf(message.headers, object.payload),
+      occurredAt: typeof object.occurred_at === 'string' ? object.occurred_at : timestamp,
+      payload: object.payload,
+    };
+  }
+  let payload: JsonObject;
+  if (object) payload = object;
+  else if (parsed !== undefined) payload = { value: parsed };
+  else if (message.value === null) payload = { value: null };
+  else {
+    try {
+      payload = { value: utf8.decode(message.value) };
+    } catch {
+      payload = { value_base64: message.value.toString('base64') };
+    }
+  }
+  return { position, type: typeOf(message.headers, object), occurredAt: timestamp, payload };
+}
+
+/** The message value as JSON, or undefined when it is not JSON (or absent). */
+function parseValue(value: Buffer | null): JsonValue | undefined {
+  if (value === null || value.length === 0) return undefined;
+  try {
+    return JSON.parse(value.toString('utf8')) as JsonValue;
+  } catch {
+    return undefined;
+  }
+}
+
+function isObject(value: JsonValue | undefined): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
