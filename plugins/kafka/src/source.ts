@@ -1,5 +1,5 @@
 import { getPath, type Checkpoint, type JsonObject, type JsonValue, type Logger, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
-import type { Kafka, KafkaMessage } from 'kafkajs';
+import type { EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import { classifyError } from './client.js';
 import { DEFAULT_SOURCE_BATCH_SIZE, DEFAULT_SOURCE_TYPE, type KafkaConfig } from './config.js';
 import { ID_HEADER } from './destination.js';
@@ -37,11 +37,11 @@ export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, 
   return {
     async consume(from: Checkpoint | null, handler: (batch: SourceBatch) => Promise<void>, signal: AbortSignal): Promise<void> {
       let position: KafkaPosition = isPosition(from) ? structuredClone(from) : {};
-      // Partitions already read from the checkpoint's offset in this consumption.
-      const aligned = new Set<string>();
       let settle!: (error?: unknown) => void;
       const finished = new Promise<unknown>((resolve) => (settle = (error?: unknown) => resolve(error)));
       let done = false;
+      // The batch being handed over, so that the consumer leaves only after its offset commit.
+      let running: Promise<void> = Promise.resolve();
       const finish = (error?: unknown) => {
         if (done) return;
         done = true;
@@ -62,6 +62,18 @@ export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, 
         retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5_000, restartOnFailure: async () => false },
       });
       consumer.on(consumer.events.CRASH, (event) => finish(classifyError(event.payload.error, 'source')));
+      // Each time partitions are assigned (the first join, a rebalance), reading starts at the
+      // checkpoint, wherever the group's offsets are: behind it after a crash between the two
+      // commits, ahead of it when the checkpoint was moved back. kafkajs applies a seek at the
+      // next fetch, and this runs before it.
+      consumer.on(consumer.events.GROUP_JOIN, (event) => {
+        for (const [topic, partitions] of Object.entries(event.payload.memberAssignment)) {
+          for (const partition of partitions) {
+            const offset = position[topic]?.[String(partition)];
+            if (offset !== undefined) consumer.seek({ topic, partition, offset });
+          }
+        }
+      });
       try {
         await consumer.connect();
         await consumer.subscribe({ topics, fromBeginning: config.from_beginning ?? false });
@@ -69,58 +81,50 @@ export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, 
           autoCommit: false,
           eachBatchAutoResolve: false,
           partitionsConsumedConcurrently: 1,
-          eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-            const { topic, partition } = batch;
-            const slot = `${topic}/${partition}`;
-            const expected = position[topic]?.[String(partition)];
-            let messages = batch.messages;
-            if (done || messages.length === 0) return;
-            if (expected !== undefined && !aligned.has(slot)) {
-              if (BigInt(messages[0]!.offset) > BigInt(expected)) {
-                // The group's offset is past the checkpoint (the checkpoint was moved back, or
-                // the group's offsets were changed by hand): read from the checkpoint.
-                aligned.add(slot);
-                consumer.seek({ topic, partition, offset: expected });
-                return;
-              }
-              aligned.add(slot);
-            }
-            if (expected !== undefined) {
-              // What the group's offsets trail the checkpoint by: committed already, skipped.
-              const skipped = messages.filter((m) => BigInt(m.offset) < BigInt(expected));
-              if (skipped.length > 0) resolveOffset(skipped[skipped.length - 1]!.offset);
-              messages = messages.slice(skipped.length);
-            }
-            for (let at = 0; at < messages.length; at += batchSize) {
-              if (done || !isRunning() || isStale()) return;
-              const slice = messages.slice(at, at + batchSize);
-              const last = slice[slice.length - 1]!.offset;
-              const nextOffset = (BigInt(last) + 1n).toString();
-              const next: KafkaPosition = { ...position, [topic]: { ...position[topic], [String(partition)]: nextOffset } };
-              try {
-                await handler({ records: slice.map((m) => toRecord(topic, partition, m, typeOf)), checkpoint: next });
-              } catch (error) {
-                finish(error);
-                return;
-              }
-              position = next;
-              resolveOffset(last);
-              // The group's offsets follow the committed checkpoint, for the tools that watch a
-              // group's lag. Losing this commit loses nothing: a restart reads the checkpoint.
-              await consumer.commitOffsets([{ topic, partition, offset: nextOffset }]).catch((error: unknown) => {
-                logger.debug({ topic, partition, code: classifyError(error, 'source').code }, 'kafka: committing the group offset failed; the checkpoint holds');
-              });
-              if (!done) await heartbeat().catch(() => undefined);
-            }
-          },
+          eachBatch: (payload) => (running = takeBatch(payload)),
         });
       } catch (error) {
         finish(classifyError(error, 'source'));
       }
       const outcome = await finished;
       signal.removeEventListener('abort', onAbort);
+      await running.catch(() => undefined);
       await consumer.disconnect().catch(() => undefined);
       if (outcome !== undefined) throw outcome;
+
+      async function takeBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+        const { topic, partition } = batch;
+        const expected = position[topic]?.[String(partition)];
+        let messages = batch.messages;
+        if (done || messages.length === 0) return;
+        if (expected !== undefined) {
+          // Fetched before the seek took (or again after a rebalance): committed already, skipped.
+          const skipped = messages.filter((m) => BigInt(m.offset) < BigInt(expected));
+          if (skipped.length > 0) resolveOffset(skipped[skipped.length - 1]!.offset);
+          messages = messages.slice(skipped.length);
+        }
+        for (let at = 0; at < messages.length; at += batchSize) {
+          if (done || !isRunning() || isStale()) return;
+          const slice = messages.slice(at, at + batchSize);
+          const last = slice[slice.length - 1]!.offset;
+          const nextOffset = (BigInt(last) + 1n).toString();
+          const next: KafkaPosition = { ...position, [topic]: { ...position[topic], [String(partition)]: nextOffset } };
+          try {
+            await handler({ records: slice.map((m) => toRecord(topic, partition, m, typeOf)), checkpoint: next });
+          } catch (error) {
+            finish(error);
+            return;
+          }
+          position = next;
+          resolveOffset(last);
+          // The group's offsets follow the committed checkpoint, for the tools that watch a
+          // group's lag. Losing this commit loses nothing: a restart reads the checkpoint.
+          await consumer.commitOffsets([{ topic, partition, offset: nextOffset }]).catch((error: unknown) => {
+            logger.debug({ topic, partition, code: classifyError(error, 'source').code }, 'kafka: committing the group offset failed; the checkpoint holds');
+          });
+          if (!done) await heartbeat().catch(() => undefined);
+        }
+      }
     },
   };
 }
