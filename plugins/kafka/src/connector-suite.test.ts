@@ -1,3 +1,4 @@
+import type { JsonObject } from '@ferry/core';
 import { closedPort, runConnectorSuite } from '@ferry/testing';
 import { afterAll, beforeAll } from 'vitest';
 import { kafka } from './index.js';
@@ -36,7 +37,7 @@ runConnectorSuite('kafka', {
     },
     idempotence: 'none',
   },
-  async unreachable(direction) {
+  async unreachable(direction): Promise<JsonObject> {
     const brokers = [`127.0.0.1:${await closedPort()}`];
     return direction === 'source' ? { brokers, topics: ['nowhere'] } : { brokers, topic: 'nowhere' };
   },
