@@ -73,7 +73,9 @@ export interface KafkaMockOptions {
  * other test workers reuse it.
  *
  * The mock does not support admin `createTopics`, idempotent or transactional producers, or
- * `describeGroups`; joining a consumer group takes about 3 s (a fixed delay in the mock). Give
+ * `describeGroups`; it creates any topic it is asked about (4 partitions), and keeps only the
+ * newest 5 MiB of each partition (older messages go, as by retention: spread a large test over
+ * partitions). Joining a consumer group takes about 3 s (a fixed delay in the mock). Give
  * kafkajs clients `sessionTimeout: 6000, heartbeatInterval: 500` and consumers
  * `maxWaitTimeInMs: 100`, or a disconnect can hang for half a minute.
  *

@@ -1,8 +1,7 @@
 /**
- * Each connector plugin as a source and as a destination, against its raw client doing the same
- * work, measured in the same run. BENCH_CONNECTORS_EVENTS (default 200,000) small orders (about
- * 100 bytes of payload), in batches of BENCH_CONNECTORS_BATCH (default 1,000); the engine's
- * storage is SQLite in /dev/shm; the servers run on loopback.
+ * The s3 plugin as a source and as a destination, against the AWS SDK doing the same work,
+ * measured in the same run (the workload and engine: ./harness.ts; the engine's storage is
+ * SQLite in /dev/shm; the server runs on loopback).
  *
  * s3 (s3rver, a real S3-protocol server in its own process):
  *  - `s3: destination raw`: events/s of `PutObject` with the SDK of the very objects the plugin
@@ -17,35 +16,11 @@
  * Each engine case's ratio is against the raw case just before it.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { createEngine, generateSecretKey, sqlite, type Engine } from '@ferry/core';
 import { s3 } from '@ferry/s3';
-import { MemoryHub, memoryConnector, startTestS3, type TestS3Server } from '@ferry/testing';
+import { MemoryHub, startTestS3, type TestS3Server } from '@ferry/testing';
 import { emit } from '../emit.js';
-
-const EVENTS = Number(process.env.BENCH_CONNECTORS_EVENTS ?? 200_000);
-const BATCH = Number(process.env.BENCH_CONNECTORS_BATCH ?? 1000);
-const DEADLINE_MS = 600_000;
-const WS = 'default';
-
-const log = (message: string) => console.error(`connectors bench: ${message}`);
-
-const record = (i: number) => ({ order_id: i, sku: `SKU-${i % 10_000}`, amount: i % 1000, currency: 'EUR', customer: { email: `c${i}@example.com` } });
-
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = performance.now() + DEADLINE_MS;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-async function startEngine(hub: MemoryHub, dir: string): Promise<Engine> {
-  const engine = await createEngine({ storage: sqlite({ filename: join(dir, `ferry-${Math.random().toString(36).slice(2)}.db`) }), secretKey: generateSecretKey(), plugins: [memoryConnector(hub), s3()], webhookDelivery: false });
-  await engine.start();
-  return engine;
-}
+import { BATCH, EVENTS, WS, log, record, startEngine, until } from './harness.js';
 
 async function benchS3(dir: string): Promise<void> {
   let server: TestS3Server | undefined;
@@ -79,7 +54,7 @@ async function benchS3(dir: string): Promise<void> {
     // Destination, engine.
     const hub = new MemoryHub();
     hub.stream('in').generate(EVENTS, (i) => ({ type: 'bench.event', payload: record(i) }));
-    const engine = await startEngine(hub, dir);
+    const engine = await startEngine(hub, dir, [s3()]);
     try {
       const source = await engine.connectors.create(WS, { type: 'memory', direction: 'source', config: { name: 'in' } });
       const destination = await engine.connectors.create(WS, { type: 's3', direction: 'destination', config: config('engine') });
@@ -111,7 +86,7 @@ async function benchS3(dir: string): Promise<void> {
     // Source, engine: the same objects into a memory sink.
     const readHub = new MemoryHub();
     const sink = readHub.sink('out', { keep: false });
-    const reader = await startEngine(readHub, dir);
+    const reader = await startEngine(readHub, dir, [s3()]);
     try {
       const source = await reader.connectors.create(WS, { type: 's3', direction: 'source', config: config('engine') });
       const destination = await reader.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
