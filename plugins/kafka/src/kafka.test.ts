@@ -1,5 +1,6 @@
 import { ConnectorError, type DestinationEvent, type JsonObject, type PushSource, type SourceBatch } from '@ferry/core';
-import { connectorContext } from '@ferry/testing';
+import { connectorContext, startKafkaMock } from '@ferry/testing';
+import { Kafka, logLevel } from 'kafkajs';
 import { Value } from '@sinclair/typebox/value';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kafka, kafkaConfigSchema, type KafkaConfig, type KafkaPosition } from './index.js';
@@ -153,6 +154,39 @@ describe('kafka source', () => {
     // The group is at 10 now; a checkpoint moved back to 3 reads from 3.
     expect(numbers((await consume(config, { [topic]: { '0': '3' } }, 7)).records)).toEqual([3, 4, 5, 6, 7, 8, 9]);
   });
+});
+
+describe('kafka source when the cluster goes away', () => {
+  it('ends the consumption with a retryable error, for the engine to start again from the checkpoint', async () => {
+    const own = await startKafkaMock({ topics: { gone: 1 } });
+    try {
+      const config = withDefaults({ brokers: own.brokers, topics: ['gone'], from_beginning: true, group_id: 'gone' });
+      const source = (await plugin.source!(connectorContext(config, { direction: 'source' }))) as PushSource;
+      let joined!: () => void;
+      const running = new Promise<void>((resolve) => (joined = resolve));
+      const producer = new Kafka({ brokers: own.brokers, logLevel: logLevel.NOTHING }).producer();
+      await producer.connect();
+      await producer.send({ topic: 'gone', messages: [{ value: JSON.stringify({ n: 1 }) }] });
+      await producer.disconnect();
+      const consumed = source.consume(
+        null,
+        async () => {
+          joined();
+        },
+        new AbortController().signal,
+      );
+      await running;
+      await own.stop();
+      const error = await consumed.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(ConnectorError);
+      expect((error as ConnectorError).retryable).toBe(true);
+    } finally {
+      await own.stop();
+    }
+  }, 60_000);
 });
 
 describe('kafka check and rotation', () => {
