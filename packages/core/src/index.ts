@@ -71,6 +71,7 @@ export { Secret, REDACTED, SECRET_KEYWORD } from './plugin/secret.js';
 export { secretPaths, type ConfigPath } from './plugin/config-secrets.js';
 export { getPath, DotPath, DOT_PATH_PATTERN } from './transforms/dot-path.js';
 export { ConnectorError, type ConnectorErrorOptions } from './plugin/connector-error.js';
+export { probeCheck } from './plugin/probe-check.js';
 export type {
   JsonValue,
   JsonObject,

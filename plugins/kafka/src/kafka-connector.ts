@@ -1,4 +1,4 @@
-import { ConnectorError, defineConnector, type ConnectorDefinition, type Logger } from '@ferry/core';
+import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition, type Logger } from '@ferry/core';
 import { classifyError, createKafka } from './client.js';
 import { kafkaConfigSchema, validateKafkaConfig, type KafkaConfig } from './config.js';
 import { kafkaDestination } from './destination.js';
@@ -59,16 +59,12 @@ export function kafka(options: KafkaOptions = {}): KafkaConnector {
 
     validateConfig: (config, direction) => validateKafkaConfig(config, direction),
 
-    async check(ctx) {
-      const started = ctx.clock.now();
-      try {
-        await probe(ctx.config, ctx.logger);
-        return { health: 'healthy', latencyMs: Math.max(0, ctx.clock.now() - started) };
-      } catch (error) {
-        const classified = classifyError(error, 'check');
-        return { health: 'down', latencyMs: Math.max(0, ctx.clock.now() - started), error: { code: classified.code, message: classified.message } };
-      }
-    },
+    check: (ctx) =>
+      probeCheck(
+        ctx.clock,
+        () => probe(ctx.config, ctx.logger),
+        (error) => classifyError(error, 'check'),
+      ),
 
     source(ctx) {
       const groupId = ctx.config.group_id ?? `ferry-${ctx.pipelineId}`;

@@ -1,4 +1,4 @@
-import { ConnectorError, defineConnector, type ConnectorDefinition } from '@ferry/core';
+import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition } from '@ferry/core';
 import { postgresConfigSchema, validatePostgresConfig } from './config.js';
 import { checkSide } from './check.js';
 import { classifyError, clientConfig, createPool, withClient } from './connection.js';
@@ -53,16 +53,12 @@ export function postgres(options: PostgresOptions = {}): PostgresConnector {
 
     validateConfig: (config, direction) => validatePostgresConfig(config, direction),
 
-    async check(ctx) {
-      const started = ctx.clock.now();
-      try {
-        await withClient(clientConfig(ctx.config, { connectTimeoutMs }), (client) => checkSide(client, ctx.config, ctx.direction));
-        return { health: 'healthy', latencyMs: Math.max(0, ctx.clock.now() - started) };
-      } catch (error) {
-        const classified = classifyError(error, 'check');
-        return { health: 'down', latencyMs: Math.max(0, ctx.clock.now() - started), error: { code: classified.code, message: classified.message } };
-      }
-    },
+    check: (ctx) =>
+      probeCheck(
+        ctx.clock,
+        () => withClient(clientConfig(ctx.config, { connectTimeoutMs }), (client) => checkSide(client, ctx.config, ctx.direction)),
+        (error) => classifyError(error, 'check'),
+      ),
 
     source(ctx) {
       // Settings first: a config the engine should have refused fails before a pool exists.

@@ -1,5 +1,5 @@
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
-import { ConnectorError, defineConnector, type ConnectorDefinition } from '@ferry/core';
+import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition } from '@ferry/core';
 import { classifyError, createClient, type ClientOptions } from './client.js';
 import { s3ConfigSchema, validateS3Config, type S3Config } from './config.js';
 import { s3Destination } from './destination.js';
@@ -63,16 +63,12 @@ export function s3(options: S3Options = {}): S3Connector {
 
     validateConfig: (config, direction) => validateS3Config(config, direction),
 
-    async check(ctx) {
-      const started = ctx.clock.now();
-      try {
-        await probe(ctx.config, () => ctx.clock.now(), ctx.signal);
-        return { health: 'healthy', latencyMs: Math.max(0, ctx.clock.now() - started) };
-      } catch (error) {
-        const classified = classifyError(error, 'check');
-        return { health: 'down', latencyMs: Math.max(0, ctx.clock.now() - started), error: { code: classified.code, message: classified.message } };
-      }
-    },
+    check: (ctx) =>
+      probeCheck(
+        ctx.clock,
+        () => probe(ctx.config, () => ctx.clock.now(), ctx.signal),
+        (error) => classifyError(error, 'check'),
+      ),
 
     source(ctx) {
       return s3Source(createClient(ctx.config, clientOptions(() => ctx.clock.now())), ctx.config);
