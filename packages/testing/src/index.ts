@@ -7,6 +7,7 @@
 export { VirtualClock } from './virtual-clock.js';
 export { eventually } from './eventually.js';
 export { startTestS3, type TestS3Server } from './s3-server.js';
+export { startTestSnowflake, type TestSnowflake, type TestSnowflakeOptions, type TestSnowflakeUser } from './snowflake-server.js';
 export { startKafkaMock, RDKAFKA_MOCK_HEADER, type KafkaMock, type KafkaMockOptions } from './kafka-mock.js';
 export { startTestPostgres, getSharedTestPostgres, type TestPostgres } from './embedded-postgres.js';
 export { runStorageSuite, connectorRow, pipelineRow, type StorageFactory } from './storage-suite.js';

@@ -1,0 +1,242 @@
+import { ConnectorError } from '@ferry/core';
+import snowflake from 'snowflake-sdk';
+import type { SnowflakeConfig } from './config.js';
+
+/** How connections are opened, from the plugin's options. */
+export interface ConnectionOptions {
+  /** Login timeout, in milliseconds. */
+  readonly loginTimeoutMs: number;
+  /** How many times the driver retries a login that failed on the network. */
+  readonly loginRetries: number;
+}
+
+/** A bound value: text, or one text per row for an array bind. */
+export type Bind = string | null;
+
+/** A statement's result: its rows (objects keyed by column name), column names, and DML count. */
+export interface StatementResult {
+  readonly rows: Record<string, unknown>[];
+  readonly columns: string[];
+  readonly updated: number;
+}
+
+/** Which side a failure happened on, for messages and codes. */
+export type Side = 'source' | 'destination' | 'check' | 'rotate';
+
+/** The driver's options for a config: the login, the session's context, and no retry loops of its own beyond `loginRetries`. */
+export function driverOptions(config: SnowflakeConfig, options: ConnectionOptions): snowflake.ConnectionOptions {
+  const driver: snowflake.ConnectionOptions = {
+    account: config.account,
+    username: config.username,
+    application: 'Ferry',
+    timeout: options.loginTimeoutMs,
+    // Integers arrive as BigInt, so a NUMBER(38,0) past 2^53 is read exactly (then written as a
+    // string), where the driver's default would round it.
+    jsTreatIntegerAsBigInt: true,
+    ...({ sfRetryMaxLoginRetries: options.loginRetries } as object),
+  };
+  if (config.private_key !== undefined) {
+    driver.authenticator = 'SNOWFLAKE_JWT';
+    driver.privateKey = config.private_key;
+    if (config.private_key_passphrase !== undefined) driver.privateKeyPass = config.private_key_passphrase;
+  } else if (config.password !== undefined) {
+    driver.password = config.password;
+  }
+  if (config.warehouse !== undefined) driver.warehouse = config.warehouse;
+  if (config.database !== undefined) driver.database = config.database;
+  if (config.schema !== undefined) driver.schema = config.schema;
+  if (config.role !== undefined) driver.role = config.role;
+  if (config.access_url !== undefined) driver.accessUrl = config.access_url;
+  return driver;
+}
+
+/**
+ * Opens a connection and logs in. `connect(callback)` is wrapped by hand: the driver's
+ * `connectAsync()` resolves even when the login fails, which would hand back a connection that
+ * fails every statement. A connection that fails to log in is destroyed before the error is thrown.
+ */
+export async function openConnection(config: SnowflakeConfig, options: ConnectionOptions): Promise<snowflake.Connection> {
+  let connection: snowflake.Connection;
+  try {
+    connection = snowflake.createConnection(driverOptions(config, options));
+  } catch (error) {
+    // The driver checks its options as it creates the connection: a key it cannot parse, say.
+    throw new ConnectorError('configuration_invalid', `The snowflake driver refused the connection settings: ${safeMessage(error)}`, { retryable: false, cause: error });
+  }
+  await new Promise<void>((resolve, reject) => {
+    connection.connect((error) => (error ? reject(error) : resolve()));
+  });
+  return connection;
+}
+
+/** Ends a connection's session on the server; never throws (an outage leaves nothing to end). */
+export function closeConnection(connection: snowflake.Connection): Promise<void> {
+  return new Promise<void>((resolve) => {
+    try {
+      if (!connection.isUp()) {
+        resolve();
+        return;
+      }
+      connection.destroy(() => resolve());
+    } catch {
+      resolve();
+    }
+  });
+}
+
+/** Runs one statement; an aborted `signal` cancels it on the server. */
+export function runStatement(connection: snowflake.Connection, sqlText: string, binds?: Bind[] | Bind[][], signal?: AbortSignal): Promise<StatementResult> {
+  return new Promise<StatementResult>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(new ConnectorError('aborted', 'The statement was cancelled.', { retryable: true }));
+      return;
+    }
+    let onAbort: (() => void) | undefined;
+    const statement = connection.execute({
+      sqlText,
+      ...(binds !== undefined ? { binds: binds as snowflake.Binds } : {}),
+      complete(error, stmt, rows) {
+        if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
+        if (error) {
+          reject(signal?.aborted ? new ConnectorError('aborted', 'The statement was cancelled.', { retryable: true, cause: error }) : error);
+          return;
+        }
+        resolve({
+          rows: (rows ?? []) as Record<string, unknown>[],
+          columns: (stmt.getColumns() ?? []).map((c) => c.getName()),
+          updated: stmt.getNumUpdatedRows() ?? 0,
+        });
+      },
+    });
+    if (signal !== undefined) {
+      onAbort = () => statement.cancel(() => undefined);
+      signal.addEventListener('abort', onAbort, { once: true });
+    }
+  });
+}
+
+/**
+ * One session held by a source or destination: logged in on first use, statements one at a
+ * time, and logged in again after a failure that lost the session (a network error, an expired
+ * token), so one outage does not poison every later batch.
+ */
+export class SnowflakeSession {
+  private connection: Promise<snowflake.Connection> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly config: SnowflakeConfig,
+    private readonly options: ConnectionOptions,
+  ) {}
+
+  /** Runs a statement on the session, logging in first when needed. */
+  async run(sqlText: string, binds?: Bind[] | Bind[][], signal?: AbortSignal): Promise<StatementResult> {
+    if (this.closed) throw new ConnectorError('closed', 'The connector was closed.', { retryable: true });
+    const pending = (this.connection ??= openConnection(this.config, this.options));
+    let connection: snowflake.Connection;
+    try {
+      connection = await pending;
+    } catch (error) {
+      if (this.connection === pending) this.connection = undefined;
+      throw error;
+    }
+    try {
+      return await runStatement(connection, sqlText, binds, signal);
+    } catch (error) {
+      if (sessionLost(error) && this.connection === pending) {
+        this.connection = undefined;
+        void closeConnection(connection);
+      }
+      throw error;
+    }
+  }
+
+  /** Ends the session. Idempotent: the engine may close on pause and again on stop. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const pending = this.connection;
+    this.connection = undefined;
+    if (pending === undefined) return;
+    const connection = await pending.catch(() => undefined);
+    if (connection !== undefined) await closeConnection(connection);
+  }
+}
+
+/** The error's code as text: the server's (`002003`) or the driver's (`401001`). */
+export function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' || typeof code === 'number' ? String(code) : undefined;
+}
+
+/** The error's SQLSTATE, when the server gave one. */
+export function sqlState(error: unknown): string | undefined {
+  const state = (error as { sqlState?: unknown } | null)?.sqlState;
+  return typeof state === 'string' && /^[0-9A-Z]{5}$/.test(state) ? state : undefined;
+}
+
+/** Driver codes of a request that never got an answer (network error, timeout). */
+const NETWORK_CODES = new Set(['401001', '401002', '401003']);
+/** Server codes of a session that has expired or is gone: log in again. */
+const SESSION_CODES = new Set(['390104', '390111', '390112', '390114']);
+
+/** True when the session cannot be used again: its connection or token is gone. */
+function sessionLost(error: unknown): boolean {
+  const code = errorCode(error);
+  const name = (error as { name?: unknown } | null)?.name;
+  return (code !== undefined && (NETWORK_CODES.has(code) || SESSION_CODES.has(code))) || name === 'NetworkError' || name === 'RequestTimeoutError';
+}
+
+/**
+ * Errors that mean this one row can never be written as it is: data exceptions (SQLSTATE class
+ * 22, which is also how Snowflake reports a NOT NULL violation) and the 100xxx data errors
+ * (a timestamp or number not recognized, a string too long). Everything else is about the
+ * session, the table or the server.
+ */
+export function isRecordError(error: unknown): boolean {
+  const state = sqlState(error);
+  const code = errorCode(error);
+  return (state !== undefined && state.startsWith('22')) || (code !== undefined && /^100\d{3}$/.test(code));
+}
+
+/**
+ * Turns whatever the driver threw into a {@link ConnectorError} whose message holds no password
+ * or key: outages are retryable, authentication and configuration problems are not.
+ */
+export function classifyError(error: unknown, side: Side): ConnectorError {
+  if (error instanceof ConnectorError) return error;
+  const where = side === 'source' || side === 'destination' ? `The ${side} account` : 'The account';
+  const unavailable = side === 'source' ? 'source_unavailable' : side === 'destination' ? 'destination_unavailable' : 'unavailable';
+  const retry = (code: string, message: string) => new ConnectorError(code, message, { retryable: true, cause: error });
+  const fatal = (code: string, message: string) => new ConnectorError(code, message, { retryable: false, cause: error });
+  const code = errorCode(error);
+  const state = sqlState(error);
+  const name = (error as { name?: unknown } | null)?.name;
+  const message = safeMessage(error);
+
+  if (code !== undefined && SESSION_CODES.has(code)) return retry('session_expired', `${where}'s session expired (${code}); will log in again.`);
+  if (code !== undefined && /^390\d{3}$/.test(code)) return fatal('auth_failed', `${where} refused the login (${code}): ${message}`);
+  // Node's crypto, reading a key whose passphrase is wrong or whose PEM is damaged.
+  if (/bad decrypt|DECODER routines|private key/i.test(message)) {
+    return fatal('auth_failed', `${where}'s private key could not be read; check private_key and private_key_passphrase.`);
+  }
+  if ((code !== undefined && NETWORK_CODES.has(code)) || name === 'NetworkError' || name === 'RequestTimeoutError') {
+    return retry(unavailable, `${where} could not be reached (${code ?? String(name)}): ${message}`);
+  }
+  if (code === '002003') return fatal('table_not_found', `${where} has no such object, or the role may not see it (002003): ${message}`);
+  if (code === '000904') return fatal('column_not_found', `${where} has no such column (000904): ${message}`);
+  if (code === '003001' || state === '42501') return fatal('permission_denied', `${where} denied a privilege the connector needs (${code ?? state}): ${message}`);
+  if (code === '000606') return fatal('configuration_invalid', `${where} has no warehouse for the session (000606): set warehouse, or a default warehouse for the user.`);
+  if (code === '000604' || state === '57014') return retry('timeout', `A statement was cancelled or timed out (${code ?? state}); will retry.`);
+  if (code !== undefined && /^40\d{4}$/.test(code)) return fatal('configuration_invalid', `The snowflake driver refused a setting (${code}): ${message}`);
+  if (state !== undefined && (state.startsWith('08') || state.startsWith('53') || state.startsWith('57'))) {
+    return retry(unavailable, `${where} is unavailable or overloaded (SQLSTATE ${state}); will retry.`);
+  }
+  if (state !== undefined && state.startsWith('42')) return fatal('query_failed', `${where} rejected a statement (${code ?? state}): ${message}`);
+  return retry(unavailable, `${where} failed (${code ?? 'no code'}): ${message}; will retry.`);
+}
+
+/** An error's message, bounded. Neither the driver nor the server repeats a password or key in one. */
+export function safeMessage(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.slice(0, 500);
+}

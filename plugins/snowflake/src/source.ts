@@ -1,0 +1,142 @@
+import { ConnectorError, type Checkpoint, type JsonObject, type JsonValue, type PullSource, type SourceRecord } from '@ferry/core';
+import { DEFAULT_SOURCE_BATCH_SIZE, type SnowflakeConfig } from './config.js';
+import { classifyError, type SnowflakeSession } from './connection.js';
+import { resultKey, sqlIdent, sqlObject } from './identifiers.js';
+
+/**
+ * The alias under which the cursor is read a second time, as text: the position comes from the
+ * server's own text form, never from the parsed JS value (a timestamp parsed to a Date loses its
+ * nanoseconds, a NUMBER past 2^53 its last digits), so a resumed read neither repeats nor skips.
+ * Unquoted, so the driver returns it upper-cased.
+ */
+const CURSOR_ALIAS = '__FERRY_CURSOR';
+
+/** What a source needs, resolved from its config. */
+export interface SourceSettings {
+  /** The FROM item: a table, or the query as a parenthesised subquery. */
+  readonly from: string;
+  readonly cursor: string;
+  readonly type?: string;
+  readonly typeColumn?: string;
+  readonly occurredAtColumn?: string;
+  readonly batchSize: number;
+}
+
+/** Resolves a validated source config; throws a non-retryable error when it cannot. */
+export function sourceSettings(config: SnowflakeConfig): SourceSettings {
+  const invalid = (message: string) => new ConnectorError('configuration_invalid', message, { retryable: false });
+  if (config.cursor_column === undefined) throw invalid('A snowflake source needs a cursor_column.');
+  if (config.type === undefined && config.type_column === undefined) throw invalid('A snowflake source needs a type or a type_column.');
+  let from: string;
+  if (config.table !== undefined) from = sqlObject(config.table);
+  // The user's own SELECT as a subquery: a trailing semicolon would end the statement early,
+  // and a trailing `--` comment would swallow the closing parenthesis without the newline.
+  else if (config.query !== undefined) from = `(${config.query.trim().replace(/;+\s*$/, '')}\n)`;
+  else throw invalid('A snowflake source needs a table or a query.');
+  return {
+    from,
+    cursor: sqlIdent(config.cursor_column),
+    ...(config.type !== undefined ? { type: config.type } : {}),
+    ...(config.type_column !== undefined ? { typeColumn: config.type_column } : {}),
+    ...(config.occurred_at_column !== undefined ? { occurredAtColumn: config.occurred_at_column } : {}),
+    batchSize: config.batch_size ?? DEFAULT_SOURCE_BATCH_SIZE,
+  };
+}
+
+/** The SQL of one read of at most `limit` rows, after the bound cursor when `fromCheckpoint`. */
+export function readSql(settings: SourceSettings, fromCheckpoint: boolean, limit: number): string {
+  const cursor = `ferry_rows.${settings.cursor}`;
+  const where = fromCheckpoint ? ` WHERE ${cursor} > ?` : '';
+  // The limit is an integer the plugin computed, never config text.
+  return `SELECT ferry_rows.*, ${cursor}::VARCHAR AS ${CURSOR_ALIAS} FROM ${settings.from} AS ferry_rows${where} ORDER BY ${cursor} LIMIT ${Math.max(0, Math.trunc(limit))}`;
+}
+
+/**
+ * A pull source over a table or query, read in cursor order. The checkpoint is the last read
+ * cursor value as text; each record's position is its own cursor value, which is why the cursor
+ * must be unique and only ever grow (README: "Choosing a cursor").
+ */
+export function snowflakeSource(session: SnowflakeSession, settings: SourceSettings): PullSource {
+  return {
+    async read(checkpoint, max, signal) {
+      if (signal.aborted) throw new ConnectorError('aborted', 'The read was cancelled.', { retryable: true });
+      const limit = Math.max(1, Math.min(max, settings.batchSize));
+      const after = checkpointCursor(checkpoint);
+      let rows: Record<string, unknown>[];
+      try {
+        rows = (await session.run(readSql(settings, after !== null, limit), after === null ? [] : [after], signal)).rows;
+      } catch (error) {
+        throw classifyError(error, 'source');
+      }
+      const records = rows.map((row) => toRecord(row, settings));
+      const last = records.at(-1);
+      return { records, checkpoint: last === undefined ? (checkpoint ?? null) : last.position };
+    },
+    close: () => session.close(),
+  };
+}
+
+/** The cursor text a checkpoint holds, or null for "from the beginning". */
+function checkpointCursor(checkpoint: Checkpoint | null): string | null {
+  if (checkpoint === null || checkpoint === undefined) return null;
+  if (typeof checkpoint === 'string') return checkpoint;
+  if (typeof checkpoint === 'number' && Number.isFinite(checkpoint)) return String(checkpoint);
+  throw new ConnectorError('invalid_checkpoint', 'The checkpoint is not a snowflake cursor value.', { retryable: false });
+}
+
+function toRecord(row: Record<string, unknown>, settings: SourceSettings): SourceRecord {
+  const position = row[CURSOR_ALIAS];
+  if (typeof position !== 'string') {
+    // A null cursor can never be passed again by `>`: the row would be re-read forever or lost.
+    throw new ConnectorError('invalid_record', `A row has a null ${settings.cursor}; the cursor column must be NOT NULL.`, { retryable: false });
+  }
+  const payload: JsonObject = {};
+  for (const key in row) {
+    if (key === CURSOR_ALIAS) continue;
+    payload[key] = toJson(row[key]);
+  }
+  const typed = settings.typeColumn !== undefined ? row[resultKey(row, settings.typeColumn)] : undefined;
+  // A null type_column value falls back to the constant `type` when both are configured.
+  const type = typeof typed === 'string' && typed !== '' ? typed : settings.type;
+  if (type === undefined) {
+    throw new ConnectorError('invalid_record', `The row at ${settings.cursor} ${position} has no ${settings.typeColumn} value, and no constant type is configured.`, { retryable: false });
+  }
+  const record: SourceRecord = { position, type, payload };
+  if (settings.occurredAtColumn !== undefined) {
+    const when = row[resultKey(row, settings.occurredAtColumn)];
+    // Omitted when null or unusable: the engine then uses the read time (contract section 13).
+    if (when instanceof Date && !Number.isNaN(when.getTime())) record.occurredAt = when;
+    else if (typeof when === 'string' && when !== '') record.occurredAt = when;
+  }
+  return record;
+}
+
+/**
+ * A column value as JSON: timestamps and dates as ISO strings, BINARY as base64, integers as
+ * numbers while exact and as strings past 2^53, VARIANT / OBJECT / ARRAY values as they are.
+ */
+export function toJson(value: unknown): JsonValue {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
+  if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
+  if (Buffer.isBuffer(value)) return value.toString('base64');
+  if (Array.isArray(value)) return value.map(toJson);
+  if (typeof value === 'object') {
+    // The driver's BigInt for NUMBER(38,0) is a big-integer object with its own toString.
+    if (isBigInteger(value)) {
+      const text = value.toString();
+      return Number.isSafeInteger(Number(text)) ? Number(text) : text;
+    }
+    const out: JsonObject = {};
+    for (const [k, v] of Object.entries(value)) out[k] = toJson(v);
+    return out;
+  }
+  return String(value);
+}
+
+/** The `big-integer` package's values (small, big and native-backed alike) all have toJSNumber. */
+function isBigInteger(value: object): value is { toString(): string } {
+  return typeof (value as { toJSNumber?: unknown }).toJSNumber === 'function';
+}
