@@ -32,6 +32,12 @@ export interface TestSnowflake {
   setUser(name: string, user: TestSnowflakeUser): void;
   /** Open sessions: logged in and not yet ended. */
   sessionCount(): number;
+  /**
+   * Ends every open session on the server side, as an expired or revoked token does: the
+   * clients' next statement is refused with 390112 and their token renewal with 390114, so a
+   * client has to log in again.
+   */
+  expireSessions(): Promise<void>;
   /** Statements run so far. */
   statementCount(): number;
   /** Runs SQL directly on the Postgres database (Postgres dialect). */
@@ -173,6 +179,10 @@ export async function startTestSnowflake(options: TestSnowflakeOptions = {}): Pr
     }
     const token = /Snowflake Token="([^"]+)"/.exec(request.headers.authorization ?? '')?.[1];
     const session = token === undefined ? undefined : sessions.get(token);
+    if (url.pathname === '/session/token-request') {
+      // Renewal needs the master token of a live session; sessions here never outlive theirs.
+      throw new SnowflakeFailure('390114', 'Authentication token has expired.  The user must authenticate again.');
+    }
     if (url.pathname === '/session' && url.searchParams.get('delete') === 'true') {
       if (token !== undefined && session !== undefined) {
         sessions.delete(token);
@@ -183,7 +193,7 @@ export async function startTestSnowflake(options: TestSnowflakeOptions = {}): Pr
       return;
     }
     if (url.pathname === '/queries/v1/query-request') {
-      if (session === undefined) throw new SnowflakeFailure('390104', 'User must login again to access the service.', undefined, 401);
+      if (session === undefined) throw new SnowflakeFailure('390112', 'Your session has expired. Please login again.');
       const run = session.queue.then(() => execute(session, body as QueryBody));
       session.queue = run.catch(() => undefined);
       reply(response, 200, { success: true, data: await run });
@@ -201,6 +211,14 @@ export async function startTestSnowflake(options: TestSnowflakeOptions = {}): Pr
     setUser,
     sessionCount: () => sessions.size,
     statementCount: () => statements,
+    async expireSessions() {
+      const open = [...sessions.values()];
+      sessions.clear();
+      await Promise.all(open.map(async (s) => {
+        await s.queue.catch(() => undefined);
+        await s.client.end().catch(() => undefined);
+      }));
+    },
     async query<R extends Record<string, unknown>>(sql: string, values: unknown[] = []) {
       return (await admin.query<R>(sql, values)).rows;
     },
@@ -282,7 +300,7 @@ function answer(result: pg.QueryResult<unknown[]>): Record<string, unknown> {
     return { ...base, statementTypeId: dml.id, rowtype: dml.columns.map((name) => column(name, 'fixed', 0)), rowset, total: 1, returned: 1 };
   }
   if (command === 'SELECT' || result.fields.length > 0) {
-    const converters = result.fields.map((f) => converterFor(f.dataTypeID));
+    const converters = result.fields.map((f) => converterFor(f.dataTypeID, f.dataTypeModifier));
     const rowtype = result.fields.map((f, i) => column(foldResultName(f.name), converters[i]!.type, converters[i]!.scale));
     const rowset = result.rows.map((row) => row.map((value, i) => (value === null ? null : converters[i]!.convert(String(value)))));
     return { ...base, statementTypeId: 0x1000, rowtype, rowset, total: rowset.length, returned: rowset.length };
@@ -305,7 +323,7 @@ interface Converter {
 const asIs = (text: string) => text;
 const TEXT: Converter = { type: 'text', scale: 0, convert: asIs };
 
-function converterFor(oid: number): Converter {
+function converterFor(oid: number, modifier: number): Converter {
   switch (oid) {
     case 16:
       return { type: 'boolean', scale: 0, convert: (t) => (t === 't' || t === 'true' ? '1' : '0') };
@@ -315,7 +333,8 @@ function converterFor(oid: number): Converter {
     case 26:
       return { type: 'fixed', scale: 0, convert: asIs };
     case 1700:
-      return { type: 'fixed', scale: 9, convert: asIs };
+      // numeric(p, s) keeps its scale; an unconstrained numeric reads as NUMBER(38, 9).
+      return { type: 'fixed', scale: modifier >= 4 ? (modifier - 4) & 0xffff : 9, convert: asIs };
     case 700:
     case 701:
       return { type: 'real', scale: 0, convert: asIs };

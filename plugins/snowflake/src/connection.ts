@@ -17,6 +17,8 @@ export type Bind = string | null;
 export interface StatementResult {
   readonly rows: Record<string, unknown>[];
   readonly columns: string[];
+  /** The NUMBER, FLOAT and other numeric columns: their values arrive as the server's text. */
+  readonly numericColumns: ReadonlySet<string>;
   readonly updated: number;
 }
 
@@ -30,9 +32,6 @@ export function driverOptions(config: SnowflakeConfig, options: ConnectionOption
     username: config.username,
     application: 'Ferry',
     timeout: options.loginTimeoutMs,
-    // Integers arrive as BigInt, so a NUMBER(38,0) past 2^53 is read exactly (then written as a
-    // string), where the driver's default would round it.
-    jsTreatIntegerAsBigInt: true,
     ...({ sfRetryMaxLoginRetries: options.loginRetries } as object),
   };
   if (config.private_key !== undefined) {
@@ -94,6 +93,9 @@ export function runStatement(connection: snowflake.Connection, sqlText: string, 
     let onAbort: (() => void) | undefined;
     const statement = connection.execute({
       sqlText,
+      // Numbers arrive as the server's text, so a NUMBER(38,0) past 2^53 or a NUMBER(38,10) is
+      // read exactly; the source turns the ones a double holds exactly back into numbers.
+      fetchAsString: ['Number'],
       ...(binds !== undefined ? { binds: binds as snowflake.Binds } : {}),
       complete(error, stmt, rows) {
         if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
@@ -101,9 +103,11 @@ export function runStatement(connection: snowflake.Connection, sqlText: string, 
           reject(signal?.aborted ? new ConnectorError('aborted', 'The statement was cancelled.', { retryable: true, cause: error }) : error);
           return;
         }
+        const columns = stmt.getColumns() ?? [];
         resolve({
           rows: (rows ?? []) as Record<string, unknown>[],
-          columns: (stmt.getColumns() ?? []).map((c) => c.getName()),
+          columns: columns.map((c) => c.getName()),
+          numericColumns: new Set(columns.filter((c) => c.isNumber()).map((c) => c.getName())),
           updated: stmt.getNumUpdatedRows() ?? 0,
         });
       },
@@ -176,8 +180,12 @@ export function sqlState(error: unknown): string | undefined {
 
 /** Driver codes of a request that never got an answer (network error, timeout). */
 const NETWORK_CODES = new Set(['401001', '401002', '401003']);
-/** Server codes of a session that has expired or is gone: log in again. */
-const SESSION_CODES = new Set(['390104', '390111', '390112', '390114']);
+/**
+ * Codes of a session that has expired or is gone: the server's (token expired, renewal refused)
+ * and the driver's own for a connection it terminated after a failed renewal (407001/407002).
+ * A new login fixes all of them.
+ */
+const SESSION_CODES = new Set(['390104', '390111', '390112', '390114', '407001', '407002']);
 
 /** True when the session cannot be used again: its connection or token is gone. */
 function sessionLost(error: unknown): boolean {
@@ -227,7 +235,7 @@ export function classifyError(error: unknown, side: Side): ConnectorError {
   if (code === '003001' || state === '42501') return fatal('permission_denied', `${where} denied a privilege the connector needs (${code ?? state}): ${message}`);
   if (code === '000606') return fatal('configuration_invalid', `${where} has no warehouse for the session (000606): set warehouse, or a default warehouse for the user.`);
   if (code === '000604' || state === '57014') return retry('timeout', `A statement was cancelled or timed out (${code ?? state}); will retry.`);
-  if (code !== undefined && /^40\d{4}$/.test(code)) return fatal('configuration_invalid', `The snowflake driver refused a setting (${code}): ${message}`);
+  if (code !== undefined && /^404\d{3}$/.test(code)) return fatal('configuration_invalid', `The snowflake driver refused a setting (${code}): ${message}`);
   if (state !== undefined && (state.startsWith('08') || state.startsWith('53') || state.startsWith('57'))) {
     return retry(unavailable, `${where} is unavailable or overloaded (SQLSTATE ${state}); will retry.`);
   }

@@ -1,6 +1,6 @@
 import { ConnectorError, type Checkpoint, type JsonObject, type JsonValue, type PullSource, type SourceRecord } from '@ferry/core';
 import { DEFAULT_SOURCE_BATCH_SIZE, type SnowflakeConfig } from './config.js';
-import { classifyError, type SnowflakeSession } from './connection.js';
+import { classifyError, type SnowflakeSession, type StatementResult } from './connection.js';
 import { resultKey, sqlIdent, sqlObject } from './identifiers.js';
 
 /**
@@ -62,13 +62,13 @@ export function snowflakeSource(session: SnowflakeSession, settings: SourceSetti
       if (signal.aborted) throw new ConnectorError('aborted', 'The read was cancelled.', { retryable: true });
       const limit = Math.max(1, Math.min(max, settings.batchSize));
       const after = checkpointCursor(checkpoint);
-      let rows: Record<string, unknown>[];
+      let result: StatementResult;
       try {
-        rows = (await session.run(readSql(settings, after !== null, limit), after === null ? [] : [after], signal)).rows;
+        result = await session.run(readSql(settings, after !== null, limit), after === null ? [] : [after], signal);
       } catch (error) {
         throw classifyError(error, 'source');
       }
-      const records = rows.map((row) => toRecord(row, settings));
+      const records = result.rows.map((row) => toRecord(row, settings, result.numericColumns));
       const last = records.at(-1);
       return { records, checkpoint: last === undefined ? (checkpoint ?? null) : last.position };
     },
@@ -84,7 +84,7 @@ function checkpointCursor(checkpoint: Checkpoint | null): string | null {
   throw new ConnectorError('invalid_checkpoint', 'The checkpoint is not a snowflake cursor value.', { retryable: false });
 }
 
-function toRecord(row: Record<string, unknown>, settings: SourceSettings): SourceRecord {
+function toRecord(row: Record<string, unknown>, settings: SourceSettings, numeric: ReadonlySet<string>): SourceRecord {
   const position = row[CURSOR_ALIAS];
   if (typeof position !== 'string') {
     // A null cursor can never be passed again by `>`: the row would be re-read forever or lost.
@@ -93,7 +93,8 @@ function toRecord(row: Record<string, unknown>, settings: SourceSettings): Sourc
   const payload: JsonObject = {};
   for (const key in row) {
     if (key === CURSOR_ALIAS) continue;
-    payload[key] = toJson(row[key]);
+    const value = row[key];
+    payload[key] = typeof value === 'string' && numeric.has(key) ? exactNumber(value) : toJson(value);
   }
   const typed = settings.typeColumn !== undefined ? row[resultKey(row, settings.typeColumn)] : undefined;
   // A null type_column value falls back to the constant `type` when both are configured.
@@ -112,23 +113,30 @@ function toRecord(row: Record<string, unknown>, settings: SourceSettings): Sourc
 }
 
 /**
- * A column value as JSON: timestamps and dates as ISO strings, BINARY as base64, integers as
- * numbers while exact and as strings past 2^53, VARIANT / OBJECT / ARRAY values as they are.
+ * A NUMBER or FLOAT column's text as JSON: a number when a double holds it exactly (it prints
+ * back the same), otherwise the text itself (`9007199254740993`, `0.1000000000000000055`), so no
+ * digit is lost on the way.
+ */
+export function exactNumber(text: string): JsonValue {
+  const value = Number(text);
+  if (!Number.isFinite(value)) return text;
+  // A decimal printed with its scale (`1.50`) is still exactly the number 1.5.
+  const canonical = text.includes('.') && !/e/i.test(text) ? text.replace(/0+$/, '').replace(/\.$/, '') : text;
+  return String(value) === canonical ? value : text;
+}
+
+/**
+ * A column value as JSON: timestamps and dates as ISO strings, BINARY as base64, VARIANT /
+ * OBJECT / ARRAY values as they are.
  */
 export function toJson(value: unknown): JsonValue {
   if (value === null || value === undefined) return null;
   if (typeof value === 'string' || typeof value === 'boolean') return value;
   if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
-  if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
   if (Buffer.isBuffer(value)) return value.toString('base64');
   if (Array.isArray(value)) return value.map(toJson);
   if (typeof value === 'object') {
-    // The driver's BigInt for NUMBER(38,0) is a big-integer object with its own toString.
-    if (isBigInteger(value)) {
-      const text = value.toString();
-      return Number.isSafeInteger(Number(text)) ? Number(text) : text;
-    }
     const out: JsonObject = {};
     for (const [k, v] of Object.entries(value)) out[k] = toJson(v);
     return out;
@@ -136,7 +144,3 @@ export function toJson(value: unknown): JsonValue {
   return String(value);
 }
 
-/** The `big-integer` package's values (small, big and native-backed alike) all have toJSNumber. */
-function isBigInteger(value: object): value is { toString(): string } {
-  return typeof (value as { toJSNumber?: unknown }).toJSNumber === 'function';
-}
