@@ -22,6 +22,9 @@ const run = (connection: snowflake.Connection, sqlText: string, binds?: snowflak
   new Promise<{ rows: Record<string, unknown>[]; updated: number | undefined }>((resolve, reject) =>
     connection.execute({ sqlText, ...(binds ? { binds } : {}), complete: (error, statement, rows) => (error ? reject(error) : resolve({ rows: (rows ?? []) as Record<string, unknown>[], updated: statement.getNumUpdatedRows() })) }),
   );
+/** True while a `pg_sleep(60)` statement is running on the database behind the emulator. */
+const sleeping = async () =>
+  (await sf.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()`))[0]!.n > 0;
 const end = (connection: snowflake.Connection) => new Promise<void>((resolve) => connection.destroy(() => resolve()));
 
 describe('the Snowflake emulator', () => {
@@ -95,6 +98,26 @@ describe('the Snowflake emulator', () => {
       await expect(run(connection, 'SELECT no_such_column FROM arrays')).rejects.toMatchObject({ code: '000904', sqlState: '42000' });
       await expect(run(connection, 'SELEC 1')).rejects.toMatchObject({ code: '001003', sqlState: '42000' });
       await expect(run(connection, "SELECT 'nope'::timestamp_tz")).rejects.toMatchObject({ code: '100038', sqlState: '22018' });
+      // Fewer binds than placeholders: a compilation error, as Snowflake reports it, not an outage.
+      await expect(run(connection, 'SELECT ?, ?', ['a'])).rejects.toMatchObject({ code: '002049', sqlState: '42601' });
+    } finally {
+      await end(connection);
+    }
+  });
+
+  it('cancels a running statement when the driver aborts it', async () => {
+    const connection = await connect();
+    try {
+      const outcome = new Promise<unknown>((resolve) => {
+        const statement = connection.execute({ sqlText: 'SELECT pg_sleep(60)', complete: (error) => resolve(error) });
+        // Cancel once Postgres runs it (a real wait for real I/O).
+        void (async () => {
+          while (!(await sleeping())) await new Promise((r) => setTimeout(r, 5));
+          statement.cancel(() => undefined);
+        })();
+      });
+      expect(await outcome).toMatchObject({ code: '000604' });
+      expect((await run(connection, 'SELECT 2 AS two')).rows).toEqual([{ TWO: 2 }]);
     } finally {
       await end(connection);
     }

@@ -86,7 +86,7 @@ class SnowflakeFailure extends Error {
  *   timestamps with their time zone, binary as hex), unquoted lower-case names upper-cased as
  *   Snowflake folds them, DML counts and statement types, errors with Snowflake codes and
  *   SQLSTATEs (002003 missing object, 000904 unknown column, 001003 syntax, 003001 privilege,
- *   100072 / 22000 for a refused row).
+ *   100072 / 22000 for a refused row), and the cancel of a running statement (abort-request);
  * It does not cover: warehouses, roles and databases (accepted, not checked; the schema sets
  * the search path), stages, PUT/GET and stage-bound arrays, Arrow results, result chunks,
  * asynchronous queries, session renewal, and any SQL Postgres does not also accept.
@@ -189,6 +189,12 @@ export async function startTestSnowflake(options: TestSnowflakeOptions = {}): Pr
         await session.queue.catch(() => undefined);
         await session.client.end().catch(() => undefined);
       }
+      reply(response, 200, { success: true, data: null });
+      return;
+    }
+    if (url.pathname === '/queries/v1/abort-request') {
+      // Cancels what the session is running, as Snowflake aborts the request's query.
+      if (session !== undefined) await admin.query('SELECT pg_cancel_backend($1)', [(session.client as unknown as { processID: number }).processID]);
       reply(response, 200, { success: true, data: null });
       return;
     }
@@ -390,6 +396,8 @@ function asFailure(error: unknown): SnowflakeFailure {
   if (state.startsWith('22')) return new SnowflakeFailure('100038', message, '22018');
   if (state.startsWith('23')) return new SnowflakeFailure('100072', message, '22000');
   if (state === '57014') return new SnowflakeFailure('000604', 'SQL execution canceled', '57014');
+  // A bind count that does not match the placeholders: a compilation error, never an outage.
+  if (state === '08P01') return new SnowflakeFailure('002049', `SQL compilation error: ${message}`, '42601');
   return new SnowflakeFailure('002140', `SQL compilation error:\n${message}`, state === '' ? '42000' : state);
 }
 

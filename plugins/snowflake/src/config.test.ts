@@ -28,6 +28,10 @@ describe('validateSnowflakeConfig', () => {
     expect(codes({ ...base, table: 'my table' }, 'destination')).toEqual(['/table invalid_identifier']);
     expect(codes({ ...base, table: 't', cursor_column: 'se"q', type: 't' }, 'source')).toEqual(['/cursor_column invalid_identifier']);
     expect(codes({ ...base, table: 't', access_url: 'ftp://x' }, 'destination')).toEqual(['/access_url format']);
+    // A password must not cross a network in clear: http:// only to loopback.
+    expect(codes({ ...base, table: 't', access_url: 'http://myorg-acct.snowflakecomputing.com' }, 'destination')).toEqual(['/access_url format']);
+    expect(codes({ ...base, table: 't', access_url: 'https://myorg-acct.privatelink.snowflakecomputing.com' }, 'destination')).toEqual([]);
+    expect(codes({ ...base, table: 't', access_url: 'http://127.0.0.1:8080' }, 'destination')).toEqual([]);
   });
 
   it('says what each direction lacks', () => {

@@ -64,7 +64,9 @@ export function validateSnowflakeConfig(config: SnowflakeConfig, direction: Conn
   if (config.private_key !== undefined && /-----BEGIN ENCRYPTED PRIVATE KEY-----/.test(config.private_key) && config.private_key_passphrase === undefined) {
     problem('/private_key_passphrase', 'required', 'The private_key is encrypted: give its private_key_passphrase.');
   }
-  if (config.access_url !== undefined && !isHttpUrl(config.access_url)) problem('/access_url', 'format', 'Expected an http:// or https:// URL.');
+  if (config.access_url !== undefined && !isAccessUrl(config.access_url)) {
+    problem('/access_url', 'format', 'Expected an https:// URL (http:// only to a loopback address: a password must not cross a network in clear).');
+  }
   if (config.table !== undefined && parseObjectName(config.table) === null) {
     problem('/table', 'invalid_identifier', 'Expected `table`, `schema.table` or `database.schema.table`: letters, digits, `_` or `$`, starting with a letter or `_`.');
   }
@@ -88,10 +90,12 @@ export function validateSnowflakeConfig(config: SnowflakeConfig, direction: Conn
   return problems;
 }
 
-function isHttpUrl(text: string): boolean {
+/** An https:// URL, or an http:// one to a loopback address (a test server, a local proxy). */
+function isAccessUrl(text: string): boolean {
   try {
     const url = new URL(text);
-    return url.protocol === 'https:' || url.protocol === 'http:';
+    if (url.protocol === 'https:') return true;
+    return url.protocol === 'http:' && (url.hostname === 'localhost' || url.hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(url.hostname));
   } catch {
     return false;
   }

@@ -2,36 +2,45 @@ import { ConnectorError } from '@ferry/core';
 import snowflake from 'snowflake-sdk';
 import type { SnowflakeConfig } from './config.js';
 
-/** How connections are opened, from the plugin's options. */
+/** How connections are opened and statements bounded, from the plugin's options. */
 export interface ConnectionOptions {
-  /** Login timeout, in milliseconds. */
+  /** Most a login may take, in milliseconds, the driver's own retries included. */
   readonly loginTimeoutMs: number;
   /** How many times the driver retries a login that failed on the network. */
   readonly loginRetries: number;
+  /**
+   * Most a statement may take, in milliseconds. The driver retries a request for as long as
+   * the network fails (up to 1,000 times), so without a bound of its own a write during an
+   * outage would not fail for hours.
+   */
+  readonly statementTimeoutMs: number;
 }
 
 /** A bound value: text, or one text per row for an array bind. */
 export type Bind = string | null;
 
-/** A statement's result: its rows (objects keyed by column name), column names, and DML count. */
+/** What a result column holds, as far as a source's cursor and payload care. */
+export type ColumnKind = 'number' | 'real' | 'text' | 'date' | 'timestamp' | 'other';
+
+/** A statement's result: its rows (objects keyed by column name), its columns, and DML count. */
 export interface StatementResult {
   readonly rows: Record<string, unknown>[];
+  /** Column names in order. */
   readonly columns: string[];
-  /** The NUMBER, FLOAT and other numeric columns: their values arrive as the server's text. */
-  readonly numericColumns: ReadonlySet<string>;
+  /** Each column's kind. Numeric columns (`number`, `real`) arrive as the server's text. */
+  readonly kinds: ReadonlyMap<string, ColumnKind>;
   readonly updated: number;
 }
 
 /** Which side a failure happened on, for messages and codes. */
 export type Side = 'source' | 'destination' | 'check' | 'rotate';
 
-/** The driver's options for a config: the login, the session's context, and no retry loops of its own beyond `loginRetries`. */
+/** The driver's options for a config: the login, and the session's context. */
 export function driverOptions(config: SnowflakeConfig, options: ConnectionOptions): snowflake.ConnectionOptions {
   const driver: snowflake.ConnectionOptions = {
     account: config.account,
     username: config.username,
     application: 'Ferry',
-    timeout: options.loginTimeoutMs,
     ...({ sfRetryMaxLoginRetries: options.loginRetries } as object),
   };
   if (config.private_key !== undefined) {
@@ -50,9 +59,10 @@ export function driverOptions(config: SnowflakeConfig, options: ConnectionOption
 }
 
 /**
- * Opens a connection and logs in. `connect(callback)` is wrapped by hand: the driver's
- * `connectAsync()` resolves even when the login fails, which would hand back a connection that
- * fails every statement. A connection that fails to log in is destroyed before the error is thrown.
+ * Opens a connection and logs in, within `loginTimeoutMs`. `connect(callback)` is wrapped by
+ * hand: the driver's `connectAsync()` resolves even when the login fails, which would hand back
+ * a connection that fails every statement. A connection that does not log in is destroyed, so
+ * its keep-alive sockets are released.
  */
 export async function openConnection(config: SnowflakeConfig, options: ConnectionOptions): Promise<snowflake.Connection> {
   let connection: snowflake.Connection;
@@ -62,35 +72,80 @@ export async function openConnection(config: SnowflakeConfig, options: Connectio
     // The driver checks its options as it creates the connection: a key it cannot parse, say.
     throw new ConnectorError('configuration_invalid', `The snowflake driver refused the connection settings: ${safeMessage(error)}`, { retryable: false, cause: error });
   }
-  await new Promise<void>((resolve, reject) => {
-    connection.connect((error) => (error ? reject(error) : resolve()));
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new ConnectorError('timeout', `The login did not complete within ${options.loginTimeoutMs} ms; will retry.`, { retryable: true })),
+        options.loginTimeoutMs,
+      );
+      connection.connect((error) => {
+        clearTimeout(timer);
+        if (error) reject(error);
+        else resolve();
+      });
+    });
+  } catch (error) {
+    void closeConnection(connection);
+    throw error;
+  }
   return connection;
 }
 
-/** Ends a connection's session on the server; never throws (an outage leaves nothing to end). */
+/** Longest a logout may take before a close stops waiting for it, in milliseconds. */
+const LOGOUT_WAIT_MS = 5_000;
+
+/**
+ * Logs a connection out and releases its sockets, whatever its state (logged in, never logged
+ * in, terminated by the driver): the driver frees a connection's HTTP agents only in
+ * `destroy`. Never throws, and waits at most {@link LOGOUT_WAIT_MS} for a server that does not
+ * answer.
+ */
 export function closeConnection(connection: snowflake.Connection): Promise<void> {
   return new Promise<void>((resolve) => {
-    try {
-      if (!connection.isUp()) {
-        resolve();
-        return;
-      }
-      connection.destroy(() => resolve());
-    } catch {
+    const timer = setTimeout(resolve, LOGOUT_WAIT_MS);
+    timer.unref();
+    const done = () => {
+      clearTimeout(timer);
       resolve();
+    };
+    try {
+      connection.destroy(() => done());
+    } catch {
+      done();
     }
   });
 }
 
-/** Runs one statement; an aborted `signal` cancels it on the server. */
-export function runStatement(connection: snowflake.Connection, sqlText: string, binds?: Bind[] | Bind[][], signal?: AbortSignal): Promise<StatementResult> {
+/** What a column of the driver's result holds. */
+function kindOf(column: snowflake.Column): ColumnKind {
+  if (column.isNumber()) return column.getType() === 'real' ? 'real' : 'number';
+  if (column.isDate()) return 'date';
+  if (column.isTimestamp()) return 'timestamp';
+  if (column.isString()) return 'text';
+  return 'other';
+}
+
+/**
+ * Runs one statement. An aborted `signal`, or `timeoutMs` passing, settles it at once with a
+ * retryable `aborted` or `timeout` and asks the server to cancel it; the caller then drops the
+ * connection, whose request may still be in the driver's retry loop.
+ */
+export function runStatement(connection: snowflake.Connection, sqlText: string, binds: Bind[] | Bind[][] | undefined, timeoutMs: number, signal?: AbortSignal): Promise<StatementResult> {
   return new Promise<StatementResult>((resolve, reject) => {
     if (signal?.aborted) {
       reject(new ConnectorError('aborted', 'The statement was cancelled.', { retryable: true }));
       return;
     }
-    let onAbort: (() => void) | undefined;
+    let settled = false;
+    // `timer` and `onAbort` are set below, before anything can settle: the driver calls back
+    // asynchronously.
+    const finish = (settle: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      settle();
+    };
     const statement = connection.execute({
       sqlText,
       // Numbers arrive as the server's text, so a NUMBER(38,0) past 2^53 or a NUMBER(38,10) is
@@ -98,31 +153,40 @@ export function runStatement(connection: snowflake.Connection, sqlText: string, 
       fetchAsString: ['Number'],
       ...(binds !== undefined ? { binds: binds as snowflake.Binds } : {}),
       complete(error, stmt, rows) {
-        if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
-        if (error) {
-          reject(signal?.aborted ? new ConnectorError('aborted', 'The statement was cancelled.', { retryable: true, cause: error }) : error);
-          return;
-        }
-        const columns = stmt.getColumns() ?? [];
-        resolve({
-          rows: (rows ?? []) as Record<string, unknown>[],
-          columns: columns.map((c) => c.getName()),
-          numericColumns: new Set(columns.filter((c) => c.isNumber()).map((c) => c.getName())),
-          updated: stmt.getNumUpdatedRows() ?? 0,
+        finish(() => {
+          if (error) {
+            reject(error);
+            return;
+          }
+          const columns = stmt.getColumns() ?? [];
+          resolve({
+            rows: (rows ?? []) as Record<string, unknown>[],
+            columns: columns.map((c) => c.getName()),
+            kinds: new Map(columns.map((c) => [c.getName(), kindOf(c)])),
+            updated: stmt.getNumUpdatedRows() ?? 0,
+          });
         });
       },
     });
-    if (signal !== undefined) {
-      onAbort = () => statement.cancel(() => undefined);
-      signal.addEventListener('abort', onAbort, { once: true });
-    }
+    const stop = (failure: ConnectorError) => {
+      finish(() => reject(failure));
+      try {
+        statement.cancel(() => undefined);
+      } catch {
+        // Cancelling a statement the driver already finished or never sent: nothing to stop.
+      }
+    };
+    const onAbort = () => stop(new ConnectorError('aborted', 'The statement was cancelled.', { retryable: true }));
+    const timer = setTimeout(() => stop(new ConnectorError('timeout', `A statement ran past ${timeoutMs} ms and was cancelled; will retry.`, { retryable: true })), timeoutMs);
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
 
 /**
  * One session held by a source or destination: logged in on first use, statements one at a
  * time, and logged in again after a failure that lost the session (a network error, an expired
- * token), so one outage does not poison every later batch.
+ * token, a statement cancelled or timed out whose request may still be retrying), so one outage
+ * does not poison every later batch.
  */
 export class SnowflakeSession {
   private connection: Promise<snowflake.Connection> | undefined;
@@ -145,7 +209,7 @@ export class SnowflakeSession {
       throw error;
     }
     try {
-      return await runStatement(connection, sqlText, binds, signal);
+      return await runStatement(connection, sqlText, binds, this.options.statementTimeoutMs, signal);
     } catch (error) {
       if (sessionLost(error) && this.connection === pending) {
         this.connection = undefined;
@@ -182,16 +246,21 @@ export function sqlState(error: unknown): string | undefined {
 const NETWORK_CODES = new Set(['401001', '401002', '401003']);
 /**
  * Codes of a session that has expired or is gone: the server's (token expired, renewal refused)
- * and the driver's own for a connection it terminated after a failed renewal (407001/407002).
+ * and the driver's own for an HTTP 401 (401004) and for a connection it terminated after a
+ * failed renewal (407001/407002).
  * A new login fixes all of them.
  */
-const SESSION_CODES = new Set(['390104', '390111', '390112', '390114', '407001', '407002']);
+const SESSION_CODES = new Set(['390104', '390111', '390112', '390114', '401004', '407001', '407002']);
 
-/** True when the session cannot be used again: its connection or token is gone. */
+/**
+ * True when the session should not be used again: its connection or token is gone, or a
+ * statement was given up on (cancelled, timed out) while its request may still be retrying.
+ */
 function sessionLost(error: unknown): boolean {
+  if (error instanceof ConnectorError) return error.code === 'aborted' || error.code === 'timeout';
   const code = errorCode(error);
   const name = (error as { name?: unknown } | null)?.name;
-  return (code !== undefined && (NETWORK_CODES.has(code) || SESSION_CODES.has(code))) || name === 'NetworkError' || name === 'RequestTimeoutError';
+  return (code !== undefined && (NETWORK_CODES.has(code) || SESSION_CODES.has(code))) || name === 'NetworkError';
 }
 
 /**
@@ -227,7 +296,7 @@ export function classifyError(error: unknown, side: Side): ConnectorError {
   if (/bad decrypt|DECODER routines|private key/i.test(message)) {
     return fatal('auth_failed', `${where}'s private key could not be read; check private_key and private_key_passphrase.`);
   }
-  if ((code !== undefined && NETWORK_CODES.has(code)) || name === 'NetworkError' || name === 'RequestTimeoutError') {
+  if ((code !== undefined && NETWORK_CODES.has(code)) || name === 'NetworkError') {
     return retry(unavailable, `${where} could not be reached (${code ?? String(name)}): ${message}`);
   }
   if (code === '002003') return fatal('table_not_found', `${where} has no such object, or the role may not see it (002003): ${message}`);

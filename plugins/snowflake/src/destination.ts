@@ -13,6 +13,11 @@ export const MAX_ROWS_PER_MERGE = 500;
 export const MAX_ROWS_PER_INSERT = 1000;
 /** The largest VARIANT value Snowflake stores (16 MiB); a bigger payload is refused before it is sent. */
 export const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024;
+/**
+ * Most bytes of bound text in one statement: a chunk ends early when its payloads are large, so
+ * one request never carries hundreds of megabytes. A single row over it still goes alone.
+ */
+export const MAX_STATEMENT_BYTES = 8 * 1024 * 1024;
 
 /** What a destination needs, resolved from its config. */
 export interface DestinationSettings {
@@ -60,6 +65,22 @@ function rowOf(event: DestinationEvent): Bind[] {
   return [event.id, event.type, event.occurredAt, JSON.stringify(event.payload ?? null)];
 }
 
+/** Splits rows into statements of at most `most` rows and about {@link MAX_STATEMENT_BYTES}. */
+function* chunks<T extends { bytes: number }>(rows: readonly T[], most: number): Generator<T[]> {
+  let chunk: T[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    if (chunk.length > 0 && (chunk.length >= most || bytes + row.bytes > MAX_STATEMENT_BYTES)) {
+      yield chunk;
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(row);
+    bytes += row.bytes;
+  }
+  if (chunk.length > 0) yield chunk;
+}
+
 /**
  * A destination writing batches with MERGE on ID (default) or array-bound INSERTs. The table is
  * created (when asked) on the first write, not on open, so opening never needs the server. A
@@ -89,16 +110,27 @@ export function snowflakeDestination(session: SnowflakeSession, settings: Destin
         throw classifyError(error, 'destination');
       }
       // Rows too large for a VARIANT are rejected here: the server would refuse the statement.
-      const rows: { index: number; row: Bind[] }[] = [];
+      // In merge mode a second copy of an id in the batch is not sent (the MERGE compares with
+      // the table only, so both would be inserted): it takes the first copy's result.
+      const rows: { index: number; row: Bind[]; bytes: number }[] = [];
+      const copies: { index: number; of: number }[] = [];
+      const firstOf = new Map<string, number>();
       for (let i = 0; i < events.length; i++) {
-        const row = rowOf(events[i]!);
-        if (Buffer.byteLength(row[3]!) > MAX_PAYLOAD_BYTES) {
+        const event = events[i]!;
+        const first = settings.mode === 'merge' ? firstOf.get(event.id) : undefined;
+        if (first !== undefined) {
+          copies.push({ index: i, of: first });
+          continue;
+        }
+        firstOf.set(event.id, i);
+        const row = rowOf(event);
+        const bytes = Buffer.byteLength(row[3]!);
+        if (bytes > MAX_PAYLOAD_BYTES) {
           results[i] = { ok: false, error: new ConnectorError('record_too_large', `The payload is over ${MAX_PAYLOAD_BYTES} bytes of JSON, the most a VARIANT holds.`, { retryable: false }) };
-        } else rows.push({ index: i, row });
+        } else rows.push({ index: i, row, bytes: bytes + event.id.length + event.type.length + 40 });
       }
-      for (let start = 0; start < rows.length; start += chunkSize) {
+      for (const chunk of chunks(rows, chunkSize)) {
         if (signal.aborted) throw new ConnectorError('aborted', 'The write was cancelled.', { retryable: true });
-        const chunk = rows.slice(start, start + chunkSize);
         const { sql, binds } = statement(chunk.map((r) => r.row));
         try {
           await session.run(sql, binds, signal);
@@ -116,6 +148,7 @@ export function snowflakeDestination(session: SnowflakeSession, settings: Destin
           }
         }
       }
+      for (const { index, of } of copies) results[index] = results[of]!;
       return results;
     },
     close: () => session.close(),

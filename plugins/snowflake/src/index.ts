@@ -14,4 +14,4 @@ export {
   type SnowflakeConfig,
   type ConfigProblem,
 } from './config.js';
-export { MAX_ROWS_PER_MERGE, MAX_ROWS_PER_INSERT, MAX_PAYLOAD_BYTES } from './destination.js';
+export { MAX_ROWS_PER_MERGE, MAX_ROWS_PER_INSERT, MAX_PAYLOAD_BYTES, MAX_STATEMENT_BYTES } from './destination.js';

@@ -11,8 +11,17 @@ export const SNOWFLAKE_PLUGIN_VERSION = '0.1.0';
 
 /** Options of {@link snowflake}. */
 export interface SnowflakeOptions {
-  /** Login timeout, in milliseconds (default 30000). A login that takes longer is a retryable error. */
+  /**
+   * Most a login may take, in milliseconds, the driver's retries included (default 30000). A
+   * login that takes longer is a retryable `timeout`.
+   */
   loginTimeoutMs?: number;
+  /**
+   * Most a statement may take, in milliseconds (default 300000): a MERGE of a chunk, a source's
+   * read. Past it the statement is cancelled and the batch fails with a retryable `timeout`. It
+   * also bounds a statement whose requests the driver keeps retrying through an outage.
+   */
+  statementTimeoutMs?: number;
   /**
    * How many times the driver itself retries a login that failed on the network (default 2).
    * The engine retries failed batches with its own backoff, so the driver's loop is kept short.
@@ -44,8 +53,13 @@ type RotatedFields = Pick<SnowflakeConfig, 'password' | 'private_key' | 'private
  * ```
  */
 export function snowflake(options: SnowflakeOptions = {}): SnowflakeConnector {
-  const connection: ConnectionOptions = { loginTimeoutMs: options.loginTimeoutMs ?? 30_000, loginRetries: options.loginRetries ?? 2 };
+  const connection: ConnectionOptions = {
+    loginTimeoutMs: options.loginTimeoutMs ?? 30_000,
+    loginRetries: options.loginRetries ?? 2,
+    statementTimeoutMs: options.statementTimeoutMs ?? 300_000,
+  };
   if (!Number.isFinite(connection.loginTimeoutMs) || connection.loginTimeoutMs <= 0) throw new RangeError('snowflake(): loginTimeoutMs must be positive.');
+  if (!Number.isFinite(connection.statementTimeoutMs) || connection.statementTimeoutMs <= 0) throw new RangeError('snowflake(): statementTimeoutMs must be positive.');
   if (!Number.isInteger(connection.loginRetries) || connection.loginRetries < 0) throw new RangeError('snowflake(): loginRetries must be a non-negative integer.');
 
   sdk.configure({ logLevel: options.driverLogLevel ?? 'OFF' });

@@ -3,7 +3,7 @@ import { ConnectorError, type DestinationEvent, type JsonObject, type PullSource
 import { connectorContext, startTestSnowflake, type TestSnowflake } from '@ferry/testing';
 import { Value } from '@sinclair/typebox/value';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_PAYLOAD_BYTES, snowflake, snowflakeConfigSchema, type SnowflakeConfig } from './index.js';
+import { MAX_PAYLOAD_BYTES, MAX_STATEMENT_BYTES, snowflake, snowflakeConfigSchema, type SnowflakeConfig } from './index.js';
 
 let sf: TestSnowflake;
 let tables = 0;
@@ -128,6 +128,25 @@ describe('snowflake destination', () => {
     expect(results.filter((r) => r.ok)).toHaveLength(2);
   });
 
+  it('sends one copy of an id a batch holds twice; both copies take its result', async () => {
+    const table = freshTable();
+    await createDestination(table);
+    expect(await write({ ...login(), table }, [event(1), event(2), event(1)])).toEqual([{ ok: true }, { ok: true }, { ok: true }]);
+    expect(await sf.query(`SELECT id FROM ${table} ORDER BY id`)).toEqual([{ id: 'evt_0001' }, { id: 'evt_0002' }]);
+  });
+
+  it(`ends a statement early when its payloads pass ${MAX_STATEMENT_BYTES} bytes`, async () => {
+    const table = freshTable();
+    await createDestination(table);
+    const blob = 'y'.repeat(5 * 1024 * 1024);
+    const before = sf.statementCount();
+    const results = await write({ ...login(), table }, [event(1, { blob }), event(2, { blob }), event(3), event(4)]);
+    expect(results.every((r) => r.ok)).toBe(true);
+    // 5 MiB + 5 MiB is over the budget: the first row goes alone, the second with the small ones.
+    expect(sf.statementCount() - before).toBe(2);
+    expect(await sf.query(`SELECT count(*)::int AS n FROM ${table}`)).toEqual([{ n: 4 }]);
+  });
+
   it('logs in again after the server ended its session: one retryable failure, then the next write lands', async () => {
     const table = freshTable();
     await createDestination(table);
@@ -179,6 +198,8 @@ describe('snowflake source', () => {
     expect(first.records[0]!.payload).toEqual({ SEQ: 1, KIND: 'order.created', HAPPENED: '2026-03-04T05:06:07.123Z', BIG: '9007199254740993', PRICE: 1.5, OK: true, DAY: '2026-03-04T00:00:00.000Z', DOC: { a: [1, 2] }, RAW: 'AQI=' });
     expect(new Date(first.records[0]!.occurredAt!).toISOString()).toBe('2026-03-04T05:06:07.123Z');
     expect(first.records[1]!.occurredAt).toBeUndefined();
+    // Nulls of every type are JSON nulls (the driver spells a NUMBER's null "NULL" as text).
+    expect(first.records[1]!.payload).toMatchObject({ KIND: null, HAPPENED: null, BIG: 42, PRICE: null, OK: false, DAY: null, DOC: null, RAW: null });
     const rest = await read(config, first.checkpoint as string);
     expect(rest.records.map((r) => r.position)).toEqual(['3']);
     expect(rest.records[0]!.payload.DOC).toBe('text');
@@ -193,6 +214,52 @@ describe('snowflake source', () => {
     const batch = await read({ ...login(), query: `SELECT seq, n * 2 AS doubled FROM ${table} WHERE n < 25;  `, cursor_column: 'seq', type: 'q.row' });
     expect(batch.records.map((r) => r.payload)).toEqual([{ SEQ: 1, DOUBLED: 20 }, { SEQ: 2, DOUBLED: 40 }]);
     await expect(read({ ...login(), query: `SELECT seq FROM ${table} WHERE seq IS NULL`, cursor_column: 'seq', type: 'q.row' })).rejects.toMatchObject({ code: 'invalid_record', retryable: false });
+  });
+
+  it('resumes a timestamp cursor to the microsecond: rows within one millisecond are neither merged nor repeated', async () => {
+    const table = freshTable();
+    await sf.query(`CREATE TABLE ${table} (at timestamp_tz NOT NULL, n int)`);
+    await sf.query(`INSERT INTO ${table} VALUES ('2026-03-04T05:06:07.123001Z', 1), ('2026-03-04T05:06:07.123002Z', 2), ('2026-03-04T05:06:07.124Z', 3)`);
+    const config = { ...login(), table, cursor_column: 'at', type: 't', batch_size: 1 };
+    const seen: string[] = [];
+    let checkpoint: string | null = null;
+    for (let i = 0; i < 4; i++) {
+      const batch = await read(config, checkpoint, 1);
+      seen.push(...batch.records.map((r) => r.position));
+      checkpoint = batch.checkpoint as string;
+    }
+    expect(seen).toEqual(['2026-03-04T05:06:07.123001000Z', '2026-03-04T05:06:07.123002000Z', '2026-03-04T05:06:07.124000000Z']);
+  });
+
+  it('refuses a FLOAT cursor at check and at read', async () => {
+    const table = freshTable();
+    await sf.query(`CREATE TABLE ${table} (score float, n int)`);
+    await sf.query(`INSERT INTO ${table} VALUES (0.5, 1)`);
+    const config = { ...login(), table, cursor_column: 'score', type: 't' };
+    expect(await check(config, 'source')).toMatchObject({ health: 'down', error: { code: 'configuration_invalid' } });
+    await expect(read(config)).rejects.toMatchObject({ code: 'configuration_invalid', retryable: false });
+  });
+
+  it('cancels a running read when its signal aborts, and one past statementTimeoutMs, both retryable', async () => {
+    const slow = { ...login(), query: 'SELECT 1 AS seq FROM (SELECT pg_sleep(60)) AS s', cursor_column: 'seq', type: 't' };
+    const open = sf.sessionCount();
+    const source = (await plugin.source!(connectorContext(withDefaults(slow), { direction: 'source' }))) as PullSource;
+    const controller = new AbortController();
+    const reading = source.read(null, 10, controller.signal);
+    // Abort once Postgres runs it (a real wait for real I/O, not for time).
+    const running = async () =>
+      (await sf.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()`))[0]!.n > 0;
+    while (!(await running())) await new Promise((resolve) => setTimeout(resolve, 5));
+    controller.abort();
+    await expect(reading).rejects.toMatchObject({ code: 'aborted', retryable: true });
+    await source.close?.();
+
+    const bounded = snowflake({ loginTimeoutMs: 3000, loginRetries: 0, statementTimeoutMs: 200 });
+    const timed = (await bounded.source!(connectorContext(withDefaults(slow), { direction: 'source' }))) as PullSource;
+    await expect(timed.read(null, 10, new AbortController().signal)).rejects.toMatchObject({ code: 'timeout', retryable: true });
+    await timed.close?.();
+    // Both sessions were given up and logged out; the server cancelled their statements.
+    while (sf.sessionCount() > open) await new Promise((resolve) => setTimeout(resolve, 5));
   });
 
   it('checks the columns it reads, and names a table that is not there', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { exactNumber, readSql, sourceSettings } from './source.js';
+import { exactNumber, positionOf, readSql, sourceSettings } from './source.js';
 
 describe('exactNumber', () => {
   it('is a number when a double holds the text exactly, the text otherwise', () => {
@@ -18,12 +18,10 @@ describe('exactNumber', () => {
 
 describe('readSql', () => {
   const login = { account: 'a', username: 'u', password: 'p' };
-  it('reads a table after a bound cursor, in cursor order, with the cursor again as text', () => {
+  it('reads a table after a bound cursor, in cursor order', () => {
     const settings = sourceSettings({ ...login, table: 'db.sales.orders', cursor_column: 'seq', type: 't', batch_size: 50 });
-    expect(readSql(settings, true, 50)).toBe(
-      'SELECT ferry_rows.*, ferry_rows.seq::VARCHAR AS __FERRY_CURSOR FROM db.sales.orders AS ferry_rows WHERE ferry_rows.seq > ? ORDER BY ferry_rows.seq LIMIT 50',
-    );
-    expect(readSql(settings, false, 0)).toContain('AS ferry_rows ORDER BY ferry_rows.seq LIMIT 0');
+    expect(readSql(settings, true, 50)).toBe('SELECT ferry_rows.* FROM db.sales.orders AS ferry_rows WHERE ferry_rows.seq > ? ORDER BY ferry_rows.seq LIMIT 50');
+    expect(readSql(settings, false, 0)).toBe('SELECT ferry_rows.* FROM db.sales.orders AS ferry_rows ORDER BY ferry_rows.seq LIMIT 0');
   });
 
   it('wraps a query without its trailing semicolon, ending the line so a trailing comment cannot swallow the parenthesis', () => {
@@ -34,5 +32,21 @@ describe('readSql', () => {
   it('refuses a config the engine should have refused', () => {
     expect(() => sourceSettings({ ...login, table: 't', type: 't' })).toThrow(/cursor_column/);
     expect(() => sourceSettings({ ...login, table: 't; DROP TABLE x', cursor_column: 'id', type: 't' })).toThrow();
+  });
+});
+
+describe('positionOf', () => {
+  it('keeps a cursor value exactly: number text, strings, dates, timestamps to the nanosecond', () => {
+    expect(positionOf('9007199254740993', 'number', 'seq')).toBe('9007199254740993');
+    expect(positionOf('b-0001', 'text', 'key')).toBe('b-0001');
+    expect(positionOf(new Date('2026-03-04T00:00:00Z'), 'date', 'day')).toBe('2026-03-04');
+    const at = Object.assign(new Date('2026-03-04T05:06:07.123Z'), { getEpochSeconds: () => 1772600767, getNanoSeconds: () => 123_456_789 });
+    expect(positionOf(at, 'timestamp', 'at')).toBe('2026-03-04T05:06:07.123456789Z');
+  });
+
+  it('refuses a null cursor as a bad record, and a FLOAT or BOOLEAN cursor as a configuration that cannot work', () => {
+    expect(() => positionOf(null, 'number', 'seq')).toThrow(expect.objectContaining({ code: 'invalid_record', retryable: false }));
+    expect(() => positionOf('1.5', 'real', 'score')).toThrow(expect.objectContaining({ code: 'configuration_invalid', message: expect.stringContaining('FLOAT') }));
+    expect(() => positionOf(true, 'other', 'flag')).toThrow(expect.objectContaining({ code: 'configuration_invalid' }));
   });
 });

@@ -1,15 +1,7 @@
 import { ConnectorError, type Checkpoint, type JsonObject, type JsonValue, type PullSource, type SourceRecord } from '@ferry/core';
 import { DEFAULT_SOURCE_BATCH_SIZE, type SnowflakeConfig } from './config.js';
-import { classifyError, type SnowflakeSession, type StatementResult } from './connection.js';
+import { classifyError, type ColumnKind, type SnowflakeSession, type StatementResult } from './connection.js';
 import { resultKey, sqlIdent, sqlObject } from './identifiers.js';
-
-/**
- * The alias under which the cursor is read a second time, as text: the position comes from the
- * server's own text form, never from the parsed JS value (a timestamp parsed to a Date loses its
- * nanoseconds, a NUMBER past 2^53 its last digits), so a resumed read neither repeats nor skips.
- * Unquoted, so the driver returns it upper-cased.
- */
-const CURSOR_ALIAS = '__FERRY_CURSOR';
 
 /** What a source needs, resolved from its config. */
 export interface SourceSettings {
@@ -43,18 +35,58 @@ export function sourceSettings(config: SnowflakeConfig): SourceSettings {
   };
 }
 
-/** The SQL of one read of at most `limit` rows, after the bound cursor when `fromCheckpoint`. */
+/**
+ * The SQL of one read of at most `limit` rows, after the bound cursor when `fromCheckpoint`. The
+ * bound text is compared as the cursor column's type (Snowflake casts it), so a number, a string,
+ * a date or an ISO 8601 timestamp with nanoseconds all compare exactly.
+ */
 export function readSql(settings: SourceSettings, fromCheckpoint: boolean, limit: number): string {
   const cursor = `ferry_rows.${settings.cursor}`;
   const where = fromCheckpoint ? ` WHERE ${cursor} > ?` : '';
   // The limit is an integer the plugin computed, never config text.
-  return `SELECT ferry_rows.*, ${cursor}::VARCHAR AS ${CURSOR_ALIAS} FROM ${settings.from} AS ferry_rows${where} ORDER BY ${cursor} LIMIT ${Math.max(0, Math.trunc(limit))}`;
+  return `SELECT ferry_rows.* FROM ${settings.from} AS ferry_rows${where} ORDER BY ${cursor} LIMIT ${Math.max(0, Math.trunc(limit))}`;
+}
+
+/** The cursor kinds a source can resume from exactly. */
+export const CURSOR_KINDS: ReadonlySet<ColumnKind> = new Set(['number', 'text', 'date', 'timestamp']);
+
+/**
+ * A cursor value as the position text a checkpoint holds, exactly: a NUMBER as the server's
+ * text, a string as it is, a DATE as `YYYY-MM-DD`, a timestamp as ISO 8601 with all nine
+ * fraction digits (from the driver's epoch seconds and nanoseconds: a Date alone keeps only
+ * milliseconds, and two rows within one millisecond would share a position). A FLOAT cannot be
+ * compared exactly and is refused, as are BOOLEAN, VARIANT and the other types.
+ */
+export function positionOf(value: unknown, kind: ColumnKind | undefined, cursor: string): string {
+  if (value === null || value === undefined) {
+    // A null cursor can never be passed again by `>`: the row would be re-read forever or lost.
+    throw new ConnectorError('invalid_record', `A row has a null ${cursor}; the cursor column must be NOT NULL.`, { retryable: false });
+  }
+  if (kind === 'timestamp' && isSnowflakeDate(value)) {
+    const seconds = new Date(value.getEpochSeconds() * 1000).toISOString().slice(0, 19);
+    return `${seconds}.${String(value.getNanoSeconds()).padStart(9, '0')}Z`;
+  }
+  if (kind === 'date' && value instanceof Date) return value.toISOString().slice(0, 10);
+  if ((kind === 'number' || kind === 'text') && typeof value === 'string') return value;
+  throw cursorTypeError(cursor, kind);
+}
+
+/** The error of a cursor column whose type a read cannot resume from exactly. */
+export function cursorTypeError(cursor: string, kind: ColumnKind | undefined): ConnectorError {
+  const what = kind === 'real' ? 'a FLOAT, whose values cannot be compared exactly' : 'of a type that cannot be a cursor';
+  return new ConnectorError('configuration_invalid', `The cursor column ${cursor} is ${what}; use a NUMBER, a string, a DATE or a timestamp column.`, { retryable: false });
+}
+
+/** The driver's timestamp: a Date with the exact epoch seconds and nanoseconds. */
+function isSnowflakeDate(value: unknown): value is Date & { getEpochSeconds(): number; getNanoSeconds(): number } {
+  const candidate = value as { getEpochSeconds?: unknown; getNanoSeconds?: unknown };
+  return value instanceof Date && typeof candidate.getEpochSeconds === 'function' && typeof candidate.getNanoSeconds === 'function';
 }
 
 /**
  * A pull source over a table or query, read in cursor order. The checkpoint is the last read
- * cursor value as text; each record's position is its own cursor value, which is why the cursor
- * must be unique and only ever grow (README: "Choosing a cursor").
+ * cursor value as exact text ({@link positionOf}); each record's position is its own cursor
+ * value, which is why the cursor must be unique and only ever grow (README: "Choosing a cursor").
  */
 export function snowflakeSource(session: SnowflakeSession, settings: SourceSettings): PullSource {
   return {
@@ -68,7 +100,7 @@ export function snowflakeSource(session: SnowflakeSession, settings: SourceSetti
       } catch (error) {
         throw classifyError(error, 'source');
       }
-      const records = result.rows.map((row) => toRecord(row, settings, result.numericColumns));
+      const records = result.rows.map((row) => toRecord(row, settings, result.kinds));
       const last = records.at(-1);
       return { records, checkpoint: last === undefined ? (checkpoint ?? null) : last.position };
     },
@@ -84,17 +116,15 @@ function checkpointCursor(checkpoint: Checkpoint | null): string | null {
   throw new ConnectorError('invalid_checkpoint', 'The checkpoint is not a snowflake cursor value.', { retryable: false });
 }
 
-function toRecord(row: Record<string, unknown>, settings: SourceSettings, numeric: ReadonlySet<string>): SourceRecord {
-  const position = row[CURSOR_ALIAS];
-  if (typeof position !== 'string') {
-    // A null cursor can never be passed again by `>`: the row would be re-read forever or lost.
-    throw new ConnectorError('invalid_record', `A row has a null ${settings.cursor}; the cursor column must be NOT NULL.`, { retryable: false });
-  }
+function toRecord(row: Record<string, unknown>, settings: SourceSettings, kinds: ReadonlyMap<string, ColumnKind>): SourceRecord {
+  const cursorKey = resultKey(row, settings.cursor);
+  const cursorKind = kinds.get(cursorKey);
+  const position = positionOf(numericNull(row[cursorKey], cursorKind), cursorKind, settings.cursor);
   const payload: JsonObject = {};
   for (const key in row) {
-    if (key === CURSOR_ALIAS) continue;
-    const value = row[key];
-    payload[key] = typeof value === 'string' && numeric.has(key) ? exactNumber(value) : toJson(value);
+    const kind = kinds.get(key);
+    const value = numericNull(row[key], kind);
+    payload[key] = typeof value === 'string' && (kind === 'number' || kind === 'real') ? exactNumber(value) : toJson(value);
   }
   const typed = settings.typeColumn !== undefined ? row[resultKey(row, settings.typeColumn)] : undefined;
   // A null type_column value falls back to the constant `type` when both are configured.
@@ -110,6 +140,15 @@ function toRecord(row: Record<string, unknown>, settings: SourceSettings, numeri
     else if (typeof when === 'string' && when !== '') record.occurredAt = when;
   }
   return record;
+}
+
+/**
+ * A numeric column's null as null. Numbers are fetched as text, and the driver spells a null it
+ * turns into text `"NULL"` (its process-wide `representNullAsStringNull`, on by default, which
+ * a plugin should not change for the whole process); no number reads `NULL`.
+ */
+function numericNull(value: unknown, kind: ColumnKind | undefined): unknown {
+  return value === 'NULL' && (kind === 'number' || kind === 'real') ? null : value;
 }
 
 /**
