@@ -5,13 +5,13 @@
  * type and payload it left Postgres with (the chain does not nest events in events).
  */
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { kafka } from '@ferry/kafka';
 import { postgres } from '@ferry/postgres';
 import { s3 } from '@ferry/s3';
-import { eventually, getSharedTestPostgres, startKafkaMock, startTestS3, type KafkaMock, type TestS3Server } from '@ferry/testing';
+import { eventually, startKafkaMock, startTestS3, type KafkaMock, type TestS3Server } from '@ferry/testing';
 import { describeMatrix } from '../http/harness.js';
+import { createConnector, createPipeline, ordersDatabase } from './orders.js';
 
 let cluster: KafkaMock;
 let store: TestS3Server;
@@ -47,29 +47,16 @@ describeMatrix(
   (ctx) => {
     it('moves every row through the topic into S3, once', async () => {
       const cell = cells++;
-      const url = await (await getSharedTestPostgres()).createDatabase('e2e_kafka');
-      const db = new pg.Pool({ connectionString: url, max: 2 });
+      const { url, db, insert } = await ordersDatabase('e2e_kafka');
       const topic = `orders-${cell}`;
       const bucket = `chain-${cell}`;
       await client.send(new CreateBucketCommand({ Bucket: bucket }));
       try {
-        await db.query('CREATE TABLE orders (id bigserial PRIMARY KEY, amount int NOT NULL, email text NOT NULL)');
-        const insert = (from: number, count: number) =>
-          db.query(`INSERT INTO orders (amount, email) SELECT a, 'user' || a || '@example.com' FROM unnest($1::int[]) AS a`, [Array.from({ length: count }, (_, i) => from + i)]);
         await insert(1, 40);
 
-        const connector = async (type: string, direction: string, config: object) => {
-          const res = await ctx.api.request('POST', '/v2/connectors', { body: { type, direction, config } });
-          expect(res.status, res.text).toBe(201);
-          return (res.body as { id: string }).id;
-        };
-        const pipeline = async (name: string, source: string, destination: string) => {
-          const res = await ctx.api.request('POST', '/v2/pipelines', {
-            body: { name: `${name}-${ctx.adapter}-${ctx.storage}`, source_connector_id: source, destination_connector_id: destination, batch_size: 25, flush_interval_ms: 1000, activate: true },
-          });
-          expect(res.status, res.text).toBe(201);
-          return (res.body as { id: string }).id;
-        };
+        const connector = (type: string, direction: string, config: object) => createConnector(ctx.api, type, direction, config);
+        const pipeline = (name: string, source: string, destination: string) =>
+          createPipeline(ctx.api, { name: `${name}-${ctx.adapter}-${ctx.storage}`, source_connector_id: source, destination_connector_id: destination, batch_size: 25, flush_interval_ms: 1000 });
         const table = await connector('postgres', 'source', { connection_string: url, table: 'orders', cursor_column: 'id', type: 'order.created', batch_size: 25 });
         const toTopic = await connector('kafka', 'destination', { brokers: cluster.brokers, topic });
         const fromTopic = await connector('kafka', 'source', { brokers: cluster.brokers, topics: [topic], from_beginning: true });

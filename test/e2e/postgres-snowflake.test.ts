@@ -5,12 +5,12 @@
  * too; at the end every row is in the Snowflake table exactly once, with the type and payload it
  * left Postgres with.
  */
-import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { postgres } from '@ferry/postgres';
 import { snowflake } from '@ferry/snowflake';
-import { eventually, getSharedTestPostgres, startTestSnowflake, type TestSnowflake } from '@ferry/testing';
+import { eventually, startTestSnowflake, type TestSnowflake } from '@ferry/testing';
 import { describeMatrix } from '../http/harness.js';
+import { createConnector, createPipeline, ordersDatabase } from './orders.js';
 
 let sf: TestSnowflake;
 beforeAll(async () => {
@@ -45,22 +45,13 @@ describeMatrix(
   (ctx) => {
     it('merges every row into the Snowflake table, once', async () => {
       const cell = cells++;
-      const url = await (await getSharedTestPostgres()).createDatabase('e2e_snowflake_src');
-      const db = new pg.Pool({ connectionString: url, max: 2 });
+      const { url, db, insert } = await ordersDatabase('e2e_snowflake_src');
       const table = `orders_out_${cell}`;
       try {
-        await db.query('CREATE TABLE orders (id bigserial PRIMARY KEY, amount int NOT NULL, email text NOT NULL)');
-        const insert = (from: number, count: number) =>
-          db.query(`INSERT INTO orders (amount, email) SELECT a, 'user' || a || '@example.com' FROM unnest($1::int[]) AS a`, [Array.from({ length: count }, (_, i) => from + i)]);
         await insert(1, 40);
 
-        const connector = async (type: string, direction: string, config: object) => {
-          const res = await ctx.api.request('POST', '/v2/connectors', { body: { type, direction, config } });
-          expect(res.status, res.text).toBe(201);
-          return (res.body as { id: string }).id;
-        };
-        const source = await connector('postgres', 'source', { connection_string: url, table: 'orders', cursor_column: 'id', type: 'order.created', batch_size: 25 });
-        const destination = await connector('snowflake', 'destination', {
+        const source = await createConnector(ctx.api, 'postgres', 'source', { connection_string: url, table: 'orders', cursor_column: 'id', type: 'order.created', batch_size: 25 });
+        const destination = await createConnector(ctx.api, 'snowflake', 'destination', {
           account: sf.account,
           username: sf.username,
           password: sf.password,
@@ -72,11 +63,7 @@ describeMatrix(
           create_table: true,
           mode: 'merge',
         });
-        const created = await ctx.api.request('POST', '/v2/pipelines', {
-          body: { name: `orders-to-snowflake-${ctx.adapter}-${ctx.storage}`, source_connector_id: source, destination_connector_id: destination, batch_size: 25, flush_interval_ms: 1000, activate: true },
-        });
-        expect(created.status, created.text).toBe(201);
-        const pipeline = (created.body as { id: string }).id;
+        const pipeline = await createPipeline(ctx.api, { name: `orders-to-snowflake-${ctx.adapter}-${ctx.storage}`, source_connector_id: source, destination_connector_id: destination, batch_size: 25, flush_interval_ms: 1000 });
 
         // The driver's login and statements are real HTTP round trips: small clock steps, real waits.
         const arrived = async (n: number) => (await rowsIn(table)).length >= n;
