@@ -56,6 +56,9 @@ function pick(fields: Record<string, unknown>, keys: readonly string[]): Record<
 /** Which side an error happened on, for its code. */
 export type Side = 'source' | 'destination' | 'check';
 
+/** Node's certificate verification codes and OpenSSL's and Node's TLS error codes. */
+const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|UNABLE_TO_|CERT_|HOSTNAME_MISMATCH$)/;
+
 /** Protocol errors that concern the request's records, not the cluster: a resend will not help. */
 export const RECORD_ERRORS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD', 'CORRUPT_MESSAGE', 'INVALID_TIMESTAMP']);
 
@@ -86,9 +89,12 @@ export function classifyError(error: unknown, side: Side): ConnectorError {
   if (name === 'KafkaJSConnectionError' || name === 'KafkaJSConnectionClosedError' || name === 'KafkaJSBrokerNotFound' || name === 'KafkaJSLockTimeout') {
     const code = typeof e?.code === 'string' ? e.code : '';
     if (code === 'ECONNREFUSED' || /ECONNREFUSED/.test(e?.message ?? '')) return retry('connection_refused', `${where} refused the connection (ECONNREFUSED).`);
-    if (/certificate|SSL|TLS/i.test(e?.message ?? '')) return fatal('tls_failed', `${where}: the TLS handshake failed.`);
+    // By the socket's code, never by words in the message: a reset during a TLS handshake (a
+    // rolling restart) or a broker host named `kafka-ssl-1` that does not resolve is an outage.
+    if (TLS_CODES.test(code)) return fatal('tls_failed', `${where}: the TLS handshake failed (${code}); check ssl and the brokers' certificates.`);
     return retry(unavailable, `${where} is unreachable (${code || name}); will retry.`);
   }
-  if (e?.retriable === false && name === 'KafkaJSProtocolError') return fatal('request_failed', `${where} refused a request (${type || name}).`);
+  // UNKNOWN (-1) is the broker's unexpected server error: as transient as any outage.
+  if (e?.retriable === false && name === 'KafkaJSProtocolError' && type !== 'UNKNOWN') return fatal('request_failed', `${where} refused a request (${type || name}).`);
   return retry(unavailable, `${where} failed (${type || name || 'unknown error'}); will retry.`);
 }

@@ -68,7 +68,7 @@ export function kafka(options: KafkaOptions = {}): KafkaConnector {
 
     source(ctx) {
       const groupId = ctx.config.group_id ?? `ferry-${ctx.pipelineId}`;
-      return kafkaSource(createKafka(ctx.config, { retries, logger: ctx.logger }), ctx.config, groupId, timings, ctx.logger);
+      return kafkaSource(createKafka(ctx.config, { retries, logger: ctx.logger }), ctx.config, groupId, timings, ctx.logger, retries);
     },
 
     destination(ctx) {

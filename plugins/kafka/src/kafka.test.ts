@@ -1,5 +1,6 @@
 import { ConnectorError, type DestinationEvent, type JsonObject, type PushSource, type SourceBatch } from '@ferry/core';
 import { connectorContext, startKafkaMock } from '@ferry/testing';
+import { createServer, type AddressInfo } from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
 import { Value } from '@sinclair/typebox/value';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -187,6 +188,35 @@ describe('kafka source when the cluster goes away', () => {
       await own.stop();
     }
   }, 60_000);
+});
+
+describe('kafka source stopped before it joined', () => {
+  it('ends at once when its signal aborts while the broker has not answered yet (and a write fails at once)', async () => {
+    // A broker that takes connections and never answers: kafkajs waits out request_timeout_ms
+    // (and retries), far past the test's timeout; only ending on the abort itself passes.
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const config = withDefaults({ brokers: [`127.0.0.1:${(silent.address() as AddressInfo).port}`], topics: ['never'], group_id: 'never', request_timeout_ms: 60_000 });
+      const source = (await plugin.source!(connectorContext(config, { direction: 'source' }))) as PushSource;
+      const stop = new AbortController();
+      const consumed = source.consume(null, async () => undefined, stop.signal);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      stop.abort();
+      await expect(consumed).resolves.toBeUndefined();
+
+      // A destination's write, likewise: a retryable `aborted`, not a wait on kafkajs's retries.
+      const writer = await plugin.destination!(connectorContext(withDefaults({ ...config, topic: 'never' })));
+      const cancel = new AbortController();
+      const writing = writer.write([event(1)], cancel.signal);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      cancel.abort();
+      await expect(writing).rejects.toMatchObject({ code: 'aborted', retryable: true });
+      void writer.close?.();
+    } finally {
+      silent.close();
+    }
+  }, 10_000);
 });
 
 describe('kafka check and rotation', () => {

@@ -29,7 +29,7 @@ export interface ConsumerTimings {
  * elsewhere is brought back to it (skipping what was committed, or seeking back to a checkpoint
  * that was moved back), so a crash re-reads and never skips.
  */
-export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, timings: ConsumerTimings, logger: Logger): PushSource {
+export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, timings: ConsumerTimings, logger: Logger, retries = 5): PushSource {
   const topics = config.topics!;
   const batchSize = config.batch_size ?? DEFAULT_SOURCE_BATCH_SIZE;
   const typeOf = recordType(config);
@@ -59,7 +59,7 @@ export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, 
         allowAutoTopicCreation: false,
         // A failure ends this consumption and goes to the engine, which counts it and starts
         // again from the checkpoint after a backoff: not a restart hidden inside kafkajs.
-        retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5_000, restartOnFailure: async () => false },
+        retry: { retries, initialRetryTime: 200, maxRetryTime: 5_000, restartOnFailure: async () => false },
       });
       consumer.on(consumer.events.CRASH, (event) => finish(classifyError(event.payload.error, 'source')));
       // Each time partitions are assigned (the first join, a rebalance), reading starts at the
@@ -74,22 +74,29 @@ export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, 
           }
         }
       });
-      try {
+      // Connecting and joining can take long (kafkajs retries a broker that does not answer, a
+      // join waits for the group): an abort ends the consumption without waiting for them.
+      const setup = (async () => {
         await consumer.connect();
+        if (done) return;
         await consumer.subscribe({ topics, fromBeginning: config.from_beginning ?? false });
+        if (done) return;
         await consumer.run({
           autoCommit: false,
           eachBatchAutoResolve: false,
           partitionsConsumedConcurrently: 1,
           eachBatch: (payload) => (running = takeBatch(payload)),
         });
-      } catch (error) {
-        finish(classifyError(error, 'source'));
-      }
+      })().catch((error: unknown) => finish(classifyError(error, 'source')));
+      let setUp = false;
+      void setup.then(() => (setUp = true));
       const outcome = await finished;
       signal.removeEventListener('abort', onAbort);
       await running.catch(() => undefined);
-      await consumer.disconnect().catch(() => undefined);
+      // A disconnect waits for a connect in progress; a setup still under way (kafkajs retrying
+      // a broker that does not answer) disconnects once it ends, in the background.
+      if (setUp) await consumer.disconnect().catch(() => undefined);
+      else void setup.then(() => consumer.disconnect().catch(() => undefined));
       if (outcome !== undefined) throw outcome;
 
       async function takeBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
@@ -161,6 +168,9 @@ function headerText(headers: KafkaMessage['headers'], name: string): string | un
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/** The latest time a Date holds, in milliseconds since the epoch. */
+const MAX_DATE_MS = 8.64e15;
+
 /**
  * One message as a record (contract section 13). A message with a `ferry-id` header is a Ferry
  * event: its value's `type`, `occurred_at` and `payload` are taken as they are, so a chain
@@ -171,7 +181,9 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 export function toRecord(topic: string, partition: number, message: KafkaMessage, typeOf: (headers: KafkaMessage['headers'], value: JsonObject | undefined) => string): SourceRecord {
   const position = `${topic}/${partition}/${message.offset}`;
   const ms = Number(message.timestamp);
-  const timestamp = Number.isFinite(ms) && ms > 0 ? new Date(ms).toISOString() : undefined;
+  // A timestamp outside what a Date holds (nanoseconds written as CreateTime) is no timestamp:
+  // the engine then uses the read time, rather than failing on the message forever.
+  const timestamp = Number.isFinite(ms) && ms > 0 && ms <= MAX_DATE_MS ? new Date(ms).toISOString() : undefined;
   const parsed = parseValue(message.value);
   const object = isObject(parsed) ? parsed : undefined;
   if (object && headerText(message.headers, ID_HEADER) !== undefined && isObject(object.payload)) {
