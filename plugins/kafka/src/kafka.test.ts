@@ -155,6 +155,13 @@ describe('kafka source', () => {
     // The group is at 10 now; a checkpoint moved back to 3 reads from 3.
     expect(numbers((await consume(config, { [topic]: { '0': '3' } }, 7)).records)).toEqual([3, 4, 5, 6, 7, 8, 9]);
   });
+
+  it('refuses to go on when the partition ends before the checkpoint (a recreated topic), rather than skip what it holds', async () => {
+    const topic = await freshTopic(cluster);
+    await cluster.producer.send({ topic, messages: Array.from({ length: 5 }, (_, i) => ({ partition: 0, value: JSON.stringify({ n: i }) })) });
+    const config = { brokers: cluster.brokers, topics: [topic], from_beginning: true, group_id: `beyond-${groups++}`, batch_size: 10 };
+    await expect(consume(config, { [topic]: { '0': '100' } }, 5)).rejects.toMatchObject({ code: 'checkpoint_beyond_log', retryable: false });
+  });
 });
 
 describe('kafka source when the cluster goes away', () => {

@@ -1,4 +1,4 @@
-import { getPath, type Checkpoint, type JsonObject, type JsonValue, type Logger, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
+import { ConnectorError, getPath, type Checkpoint, type JsonObject, type JsonValue, type Logger, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
 import type { EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import { classifyError } from './client.js';
 import { DEFAULT_SOURCE_BATCH_SIZE, DEFAULT_SOURCE_TYPE, type KafkaConfig } from './config.js';
@@ -104,6 +104,19 @@ export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, 
         const expected = position[topic]?.[String(partition)];
         let messages = batch.messages;
         if (done || messages.length === 0) return;
+        if (expected !== undefined && BigInt(batch.highWatermark) < BigInt(expected)) {
+          // The partition ends before the checkpoint: the topic was recreated or truncated, and
+          // kafkajs reset the group to one end of the log. Skipping to the old checkpoint would
+          // drop every new message below it, silently.
+          finish(
+            new ConnectorError(
+              'checkpoint_beyond_log',
+              `Partition ${topic}/${partition} ends at offset ${batch.highWatermark}, before the checkpoint's ${expected}: the topic was recreated or truncated. Move the pipeline's checkpoint back to read it.`,
+              { retryable: false },
+            ),
+          );
+          return;
+        }
         if (expected !== undefined) {
           // Fetched before the seek took (or again after a rebalance): committed already, skipped.
           const skipped = messages.filter((m) => BigInt(m.offset) < BigInt(expected));
