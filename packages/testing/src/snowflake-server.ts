@@ -32,6 +32,10 @@ export interface TestSnowflake {
   setUser(name: string, user: TestSnowflakeUser): void;
   /** Open sessions: logged in and not yet ended. */
   sessionCount(): number;
+  /** Resolves once at most `count` sessions are open (a client's logout can finish after its call returned). */
+  sessionsAtMost(count: number): Promise<void>;
+  /** The SQL (as Postgres runs it) of the statements the sessions are running right now. */
+  runningStatements(): Promise<string[]>;
   /**
    * Ends every open session on the server side, as an expired or revoked token does: the
    * clients' next statement is refused with 390112 and their token renewal with 390114, so a
@@ -99,6 +103,17 @@ export async function startTestSnowflake(options: TestSnowflakeOptions = {}): Pr
   const account = (options.account ?? 'ferrytest').toUpperCase();
   const users = new Map<string, TestSnowflakeUser>();
   const sessions = new Map<string, Session>();
+  /** Waiters of {@link TestSnowflake.sessionsAtMost}, checked whenever a session ends. */
+  const waiters = new Set<{ count: number; resolve: () => void }>();
+  const endSession = (token: string) => {
+    sessions.delete(token);
+    for (const waiter of waiters) {
+      if (sessions.size <= waiter.count) {
+        waiters.delete(waiter);
+        waiter.resolve();
+      }
+    }
+  };
   let statements = 0;
   const setUser = (name: string, user: TestSnowflakeUser) => users.set(name.toUpperCase(), { ...user });
   setUser('ferry', { password: 'ferry-test-password' });
@@ -185,7 +200,7 @@ export async function startTestSnowflake(options: TestSnowflakeOptions = {}): Pr
     }
     if (url.pathname === '/session' && url.searchParams.get('delete') === 'true') {
       if (token !== undefined && session !== undefined) {
-        sessions.delete(token);
+        endSession(token);
         await session.queue.catch(() => undefined);
         await session.client.end().catch(() => undefined);
       }
@@ -216,11 +231,18 @@ export async function startTestSnowflake(options: TestSnowflakeOptions = {}): Pr
     databaseUrl,
     setUser,
     sessionCount: () => sessions.size,
+    sessionsAtMost: (count) =>
+      sessions.size <= count ? Promise.resolve() : new Promise<void>((resolve) => waiters.add({ count, resolve })),
+    async runningStatements() {
+      const pids = [...sessions.values()].map((s) => (s.client as unknown as { processID: number }).processID);
+      const rows = await admin.query<{ query: string }>("SELECT query FROM pg_stat_activity WHERE state = 'active' AND pid = ANY($1::int[])", [pids]);
+      return rows.rows.map((r) => r.query);
+    },
     statementCount: () => statements,
     async expireSessions() {
-      const open = [...sessions.values()];
-      sessions.clear();
-      await Promise.all(open.map(async (s) => {
+      const open = [...sessions.entries()];
+      for (const [token] of open) endSession(token);
+      await Promise.all(open.map(async ([, s]) => {
         await s.queue.catch(() => undefined);
         await s.client.end().catch(() => undefined);
       }));

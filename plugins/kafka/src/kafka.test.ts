@@ -201,22 +201,25 @@ describe('kafka source stopped before it joined', () => {
   it('ends at once when its signal aborts while the broker has not answered yet (and a write fails at once)', async () => {
     // A broker that takes connections and never answers: kafkajs waits out request_timeout_ms
     // (and retries), far past the test's timeout; only ending on the abort itself passes.
-    const silent = createServer(() => undefined);
+    let connected!: () => void;
+    let connections = new Promise<void>((resolve) => (connected = resolve));
+    const silent = createServer(() => connected());
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     try {
       const config = withDefaults({ brokers: [`127.0.0.1:${(silent.address() as AddressInfo).port}`], topics: ['never'], group_id: 'never', request_timeout_ms: 60_000 });
       const source = (await plugin.source!(connectorContext(config, { direction: 'source' }))) as PushSource;
       const stop = new AbortController();
       const consumed = source.consume(null, async () => undefined, stop.signal);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await connections; // kafkajs is connecting: the broker took its socket
       stop.abort();
       await expect(consumed).resolves.toBeUndefined();
 
       // A destination's write, likewise: a retryable `aborted`, not a wait on kafkajs's retries.
       const writer = await plugin.destination!(connectorContext(withDefaults({ ...config, topic: 'never' })));
       const cancel = new AbortController();
+      connections = new Promise<void>((resolve) => (connected = resolve));
       const writing = writer.write([event(1)], cancel.signal);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await connections;
       cancel.abort();
       await expect(writing).rejects.toMatchObject({ code: 'aborted', retryable: true });
       void writer.close?.();

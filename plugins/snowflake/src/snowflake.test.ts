@@ -246,10 +246,8 @@ describe('snowflake source', () => {
     const source = (await plugin.source!(connectorContext(withDefaults(slow), { direction: 'source' }))) as PullSource;
     const controller = new AbortController();
     const reading = source.read(null, 10, controller.signal);
-    // Abort once Postgres runs it (a real wait for real I/O, not for time).
-    const running = async () =>
-      (await sf.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()`))[0]!.n > 0;
-    while (!(await running())) await new Promise((resolve) => setTimeout(resolve, 5));
+    // Abort once Postgres runs it: each look is a query, no sleep.
+    while (!(await sf.runningStatements()).some((sql) => sql.includes('pg_sleep(60)')));
     controller.abort();
     await expect(reading).rejects.toMatchObject({ code: 'aborted', retryable: true });
     await source.close?.();
@@ -259,7 +257,7 @@ describe('snowflake source', () => {
     await expect(timed.read(null, 10, new AbortController().signal)).rejects.toMatchObject({ code: 'timeout', retryable: true });
     await timed.close?.();
     // Both sessions were given up and logged out; the server cancelled their statements.
-    while (sf.sessionCount() > open) await new Promise((resolve) => setTimeout(resolve, 5));
+    await sf.sessionsAtMost(open);
   });
 
   it('checks the columns it reads, and names a table that is not there', async () => {
