@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Observable } from 'rxjs';
 import type { DependencyContainer } from 'tsyringe';
-import { systemClock, type Clock } from './clock.js';
+import { guardedClock, systemClock, type Clock } from './clock.js';
 import { createEngineContainer } from './container.js';
 import { generateSecretKey, parseSecretKey, SecretBox } from './crypto/secret-box.js';
 import type { PlatformEvent, PlatformEventType } from './domain.js';
@@ -112,8 +112,12 @@ export class Engine {
 
   /** @internal Use {@link createEngine}. */
   constructor(options: EngineOptions) {
-    this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
+    // Every engine timer runs guarded: an error thrown in a callback is logged, never left to
+    // end the process (and every other workspace's pipelines with it).
+    this.clock = guardedClock(options.clock ?? systemClock, (error) =>
+      this.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'an engine timer callback failed'),
+    );
     this.instanceId = options.instanceId ?? randomUUID();
     if (options.secretKey === undefined && !options.storage.ephemeral) {
       throw new FerryError('configuration_invalid', 'secretKey is required: it encrypts connector and webhook secrets at rest.');

@@ -55,8 +55,10 @@ export class Scheduler {
     this.timers.set(row.id, entry);
     const now = this.ctx.clock.now();
     let base = row.last_tick_at === null ? null : Date.parse(row.last_tick_at);
-    if (base === null) {
-      // Never ticked (activated before schedules existed): start counting from now.
+    // Never ticked (activated before schedules existed): start counting from now. A last tick
+    // in the future (the wall clock was set back, or a timer fired early) would hold every tick
+    // until then: it is forgotten, and counting starts from now too.
+    if (base === null || base > now) {
       base = now;
       await this.ctx.storage.repos.pipelines.update(row.workspace_id, row.id, { last_tick_at: new Date(now).toISOString() });
     }
@@ -78,9 +80,23 @@ export class Scheduler {
   }
 
   private arm(pipelineId: string, entry: { schedule: string; timer: ClockTimer | undefined }, afterMs: number): void {
-    const due = nextFireAfter(entry.schedule, afterMs);
+    let due: number;
+    try {
+      due = nextFireAfter(entry.schedule, afterMs);
+    } catch (error) {
+      // No next fire time the cron library can compute (far beyond any real date): the pipeline
+      // has no more ticks, which must not take the engine down with it.
+      this.ctx.logger.warn({ pipeline_id: pipelineId, err: (error as Error)?.message }, 'the schedule has no next tick; no more runs are scheduled');
+      return;
+    }
     entry.timer = this.ctx.clock.setTimeout(() => {
       if (this.timers.get(pipelineId) !== entry) return;
+      // The clock fires a timer when it is due, never earlier; a timer that fires early all the
+      // same (a platform that shortens long delays) waits again rather than run a future tick.
+      if (this.ctx.clock.now() < due) {
+        this.arm(pipelineId, entry, afterMs);
+        return;
+      }
       // The next timer first, from the tick itself: a slow insert never shifts the schedule.
       this.arm(pipelineId, entry, due);
       this.tick(pipelineId, entry.schedule, due).catch((error: unknown) =>
