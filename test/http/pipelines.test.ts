@@ -72,6 +72,23 @@ describeMatrix('pipelines', (ctx) => {
     expect(pointers.some((p: string) => p.startsWith('/transforms/0'))).toBe(false);
   });
 
+  it('a matches pattern runs in linear time: backtracking bombs are accepted, backreferences and lookaround are 400 unsafe_pattern', async () => {
+    const { src, dst } = await connectors();
+    const body = (value: string, extra: object[] = []) => ({ name: `re-${unique()}`, source_connector_id: src, destination_connector_id: dst, transforms: [...extra, { type: 'filter', path: 'name', op: 'matches', value }] });
+    for (const value of ['(a|a)*$', '(a|aa)+$', '^(a+)+$']) {
+      expect((await ctx.api.request('POST', '/v2/pipelines', { body: body(value) })).status).toBe(201);
+    }
+    for (const value of ['(a*)\\1*b', '(?=a)b', '(?<!a)b']) {
+      const res = await ctx.api.request('POST', '/v2/pipelines', { body: body(value) });
+      expectProblem(res, 400, 'unsafe_pattern');
+      expectFieldError(res, '/transforms/0/value', 'unsafe_pattern');
+    }
+    // With another problem besides, the request is invalid and both are listed.
+    const mixed = await ctx.api.request('POST', '/v2/pipelines', { body: body('(a*)\\1*b', [{ type: 'teleport' }]) });
+    expectProblem(mixed, 400, 'validation_failed');
+    expectFieldError(mixed, '/transforms/1/value', 'unsafe_pattern');
+  });
+
   it('422 invalid_reference, invalid_direction, invalid_schedule', async () => {
     const { src, dst } = await connectors();
     const ref = await ctx.api.request('POST', '/v2/pipelines', { body: { name: `x-${unique()}`, source_connector_id: ghostId('con'), destination_connector_id: dst } });

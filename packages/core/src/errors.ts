@@ -6,6 +6,7 @@ export const ERROR_STATUS = {
   validation_failed: 400,
   malformed_json: 400,
   invalid_cursor: 400,
+  unsafe_pattern: 400,
   unauthenticated: 401,
   forbidden: 403,
   not_found: 404,

@@ -286,7 +286,13 @@ export class PipelinesService {
       const seen = new Set(errors.map((e) => e.pointer));
       errors.push(...this.transformErrors(steps).filter((e) => !seen.has(e.pointer)));
     }
-    if (errors.length > 0) throw validationError(errors);
+    if (errors.length === 0) return;
+    // A pattern refused for safety is its own code, so a client can tell it from a typo; with
+    // other problems besides, the request is simply invalid and every problem is listed.
+    if (errors.every((e) => e.code === 'unsafe_pattern')) {
+      throw new FerryError('unsafe_pattern', 'A filter pattern uses syntax a linear-time matcher does not support.', { errors });
+    }
+    throw validationError(errors);
   }
 
   private transformErrors(steps: readonly unknown[]): FieldError[] {

@@ -1,4 +1,4 @@
-import safeRegex from 'safe-regex2';
+import { RE2JS } from 're2js';
 import { Type, type Static } from '@sinclair/typebox';
 import { defineTransform } from '../plugin/define.js';
 import type { JsonValue } from '../plugin/types.js';
@@ -31,24 +31,34 @@ export type FilterStep = Static<typeof FilterStepSchema>;
 // Patterns are compiled once, not per event; the bound keeps a stream of distinct pipelines
 // from growing the cache without limit.
 const PATTERN_CACHE_LIMIT = 256;
-const patterns = new Map<string, RegExp>();
+const patterns = new Map<string, RE2JS>();
 
-/** Longest pattern accepted, and longest value a pattern is run against. */
+/** Longest pattern accepted, in characters. */
 export const MAX_PATTERN_LENGTH = 1_000;
-export const MAX_MATCHED_LENGTH = 10_000;
 
-/** Thrown for a pattern that could backtrack catastrophically. */
+/** Thrown for a pattern the linear-time engine cannot run (backreferences, lookaround...). */
 class UnsafePatternError extends Error {}
 
-function compilePattern(source: string): RegExp {
+/**
+ * Compiles a `matches` pattern for RE2JS, a linear-time engine with RE2's semantics. A pattern
+ * comes from an API client and runs on the event loop against every event; on a backtracking
+ * engine (JavaScript's own) patterns such as `(a|aa)+$` or `(a*)\1*b` take exponential time on
+ * a 30-character value and stall every pipeline and request of the engine, and no static check
+ * catches them all. RE2 cannot backtrack: whatever the pattern, a match costs time linear in the
+ * value. What RE2 lacks on purpose (backreferences, lookaround) is refused as unsafe; what is not
+ * a regular expression at all is invalid.
+ */
+function compilePattern(source: string): RE2JS {
   let regex = patterns.get(source);
   if (!regex) {
-    // A pattern comes from an API client and runs on the event loop against every event: one
-    // with nested quantifiers such as ^(a+)+$ takes exponential time on a crafted value and
-    // would stall every pipeline and request of the engine. Refuse those up front.
-    // No flags: `test` on a non-global RegExp keeps no `lastIndex` state, so sharing is safe.
-    regex = new RegExp(source);
-    if (source.length > MAX_PATTERN_LENGTH || !safeRegex(regex)) throw new UnsafePatternError('the pattern can backtrack catastrophically (nested or overlapping quantifiers)');
+    if (source.length > MAX_PATTERN_LENGTH) throw new UnsafePatternError(`the pattern is longer than ${MAX_PATTERN_LENGTH} characters`);
+    try {
+      regex = RE2JS.compile(source);
+    } catch (error) {
+      // JavaScript's parser only tells which of the two it is: nothing here ever runs on it.
+      new RegExp(source);
+      throw new UnsafePatternError(`it uses syntax a linear-time matcher does not support, such as backreferences or lookaround (${(error as Error).message})`);
+    }
     if (patterns.size >= PATTERN_CACHE_LIMIT) patterns.clear();
     patterns.set(source, regex);
   }
@@ -127,8 +137,7 @@ function matches(step: FilterStep, actual: JsonValue | undefined): boolean {
     case 'in':
       return actual !== undefined && (expected as JsonValue[]).some((candidate) => jsonEqual(actual, candidate));
     case 'matches':
-      // Even a safe pattern is linear in its input: bound the input too.
-      return typeof actual === 'string' && actual.length <= MAX_MATCHED_LENGTH && compilePattern(expected as string).test(actual);
+      return typeof actual === 'string' && compilePattern(expected as string).test(actual);
     case 'gt':
     case 'gte':
     case 'lt':
@@ -152,7 +161,8 @@ function matches(step: FilterStep, actual: JsonValue | undefined): boolean {
  *   and missing values never match.
  * - `in`: the value deep-equals one element of the `value` array.
  * - `exists`: the path leads to a value (`null` included).
- * - `matches`: the value is a string matched by the regular expression `value` (no flags).
+ * - `matches`: the value is a string in which the regular expression `value` finds a match
+ *   (RE2 syntax, no flags; linear time whatever the pattern and value).
  */
 export const filterStep = defineTransform({
   type: 'filter',
