@@ -254,32 +254,159 @@ interface TableColumn {
   readonly formatted: string;
 }
 
+/** One column of the destination table, with what decides whether it takes Ferry's rows. */
+interface CatalogColumn extends TableColumn {
+  readonly relkind: string;
+  readonly insertable: boolean;
+  /** The declared type, with its modifier (`varchar(10)`) and as a domain if it is one. */
+  readonly declared: string;
+  /** The base type of a domain (or the type itself), without a modifier. */
+  readonly base: string;
+  /** `typtype` of the base type: `e` for an enum. */
+  readonly basekind: string;
+  /** NOT NULL, on the column or on its domain. */
+  readonly notnull: boolean;
+  /** A default, on the column or on its domain. */
+  readonly hasdefault: boolean;
+  /** `a` (GENERATED ALWAYS AS IDENTITY), `d` (BY DEFAULT) or empty. */
+  readonly attidentity: string;
+  /** `s` (stored), `v` (virtual) or empty. */
+  readonly attgenerated: string;
+  /** A unique index on `id` alone that `ON CONFLICT ("id")` can use. */
+  readonly unique_id: boolean;
+  /** `server_version_num`: `pg_input_is_valid` exists from 160000. */
+  readonly version: number;
+}
+
 /**
- * The written columns of the destination table, in statement order, and the table's kind; throws
- * a non-retryable `table_not_found` when it does not exist, `configuration_invalid` when a
- * column is missing, and `permission_denied` when the connector's role may not insert into it.
+ * A Ferry event id as the destination receives it: `evt_` and 26 characters, always. A column
+ * that refuses this value refuses every id.
  */
-export async function describeTable(db: pg.Pool | pg.Client, settings: DestinationSettings): Promise<{ columns: TableColumn[]; relkind: string }> {
-  const { rows } = await db.query<TableColumn & { relkind: string; insertable: boolean }>(
+export const SAMPLE_EVENT_ID = 'evt_01JD8X3Q5Y7Z9A1B2C3D4E5F6G';
+
+/**
+ * What each column Ferry always writes is checked with, and what to tell the user when its type
+ * refuses it. Only `id` and `occurred_at` have values of one fixed shape (an id of 30
+ * characters, an ISO 8601 UTC time with milliseconds): they are tried against the declared type,
+ * modifier and domain included. A type or a payload varies from row to row: they are tried
+ * against the base type only, so a `varchar(20)` or a domain with its own CHECK is left to
+ * refuse the rows it refuses, one by one, and an enum (whose labels are the user's own event
+ * types) is not tried at all.
+ */
+const PROBES: Record<'id' | 'type' | 'occurred_at' | 'payload', { exact: boolean; wants: string; fix: string }> = {
+  id: { exact: true, wants: `Ferry's event ids (text such as ${SAMPLE_EVENT_ID})`, fix: 'make it text' },
+  type: { exact: false, wants: 'event types (text such as order.created)', fix: 'make it text' },
+  occurred_at: { exact: true, wants: "the events' times (ISO 8601 such as 2026-01-02T03:04:05.678Z)", fix: 'make it timestamptz' },
+  payload: { exact: false, wants: 'payloads (JSON objects)', fix: 'make it jsonb' },
+};
+
+/**
+ * The written columns of the destination table, in statement order, and the table's kind, once
+ * the table is proven to take Ferry's rows. Throws a non-retryable error otherwise:
+ * `table_not_found` when it does not exist, `permission_denied` when the connector's role may
+ * not insert into it, and `configuration_invalid`, naming the column, when a column is missing
+ * or when every row would be refused, which is what a check must find (a table that checks
+ * `healthy` and then dead-letters each row is worse than one that is `down`):
+ *
+ * - a written column whose type refuses Ferry's value for it: an `id bigint` or `uuid` refuses
+ *   every event id. Tried with the column type's own input function (`pg_input_is_valid`, from
+ *   Postgres 16; before, a cast to the type without its modifier), which is what COPY and the
+ *   INSERT's casts run: no row is written, no trigger fires, nothing needs rolling back;
+ * - a written column that is generated, or an identity `GENERATED ALWAYS`: it refuses any value;
+ * - a NOT NULL column Ferry does not write, without a default, identity or generated value: it
+ *   makes every INSERT fail (a mapped column may be NULL for some payloads only: left to them);
+ * - in `upsert` mode, a table without a unique index on `id` alone: `ON CONFLICT ("id")` is
+ *   refused, and re-delivered ids would not be caught (views are not checked: their base
+ *   table's index is what counts, and Postgres finds it).
+ */
+export async function describeTable(db: pg.Pool | pg.Client, settings: DestinationSettings, now: Date = new Date()): Promise<{ columns: TableColumn[]; relkind: string }> {
+  const { rows } = await db.query<CatalogColumn>(
     `SELECT a.attname, coalesce(b.typname, t.typname) AS typname, format_type(a.atttypid, NULL) AS formatted, c.relkind,
-            has_table_privilege(c.oid, 'INSERT') AS insertable
+            has_table_privilege(c.oid, 'INSERT') AS insertable,
+            format_type(a.atttypid, a.atttypmod) AS declared, format_type(coalesce(b.oid, t.oid), NULL) AS base,
+            coalesce(b.typtype, t.typtype) AS basekind,
+            a.attnotnull OR t.typnotnull AS notnull,
+            a.atthasdef OR t.typdefaultbin IS NOT NULL AS hasdefault, a.attidentity::text AS attidentity, a.attgenerated::text AS attgenerated,
+            EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute k ON k.attrelid = c.oid AND k.attname = 'id'
+                     WHERE i.indrelid = c.oid AND i.indisunique AND i.indimmediate AND i.indisvalid AND i.indnkeyatts = 1
+                       AND i.indkey[0] = k.attnum AND i.indpred IS NULL AND i.indexprs IS NULL) AS unique_id,
+            current_setting('server_version_num')::int AS version
        FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_type t ON t.oid = a.atttypid
        LEFT JOIN pg_type b ON t.typtype = 'd' AND b.oid = t.typbasetype
-      WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`,
+      WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
+      ORDER BY a.attnum`,
     [settings.table],
   );
   if (rows.length === 0) {
     throw new ConnectorError('table_not_found', `The destination table ${settings.table} does not exist; create it or set create_table.`, { retryable: false });
   }
+  const invalid = (message: string) => new ConnectorError('configuration_invalid', message, { retryable: false });
   const types = new Map(rows.map((r) => [r.attname, r]));
   const missing = settings.columns.filter((c) => !types.has(c.name)).map((c) => c.name);
-  if (missing.length > 0) {
-    throw new ConnectorError('configuration_invalid', `The destination table ${settings.table} has no column ${missing.join(', ')}.`, { retryable: false });
-  }
+  if (missing.length > 0) throw invalid(`The destination table ${settings.table} has no column ${missing.join(', ')}.`);
   if (!rows[0]!.insertable) {
     throw new ConnectorError('permission_denied', `The connector's role may not insert into ${settings.table}.`, { retryable: false });
   }
+  const problems = await refusals(db, settings, rows, now);
+  if (problems.length > 0) {
+    throw invalid(`The destination table ${settings.table} would refuse every row Ferry writes: ${problems.slice(0, 5).join('; ')}.`);
+  }
   return { columns: settings.columns.map((c) => types.get(c.name)!), relkind: rows[0]!.relkind };
+}
+
+/** Why the table would refuse every row, one sentence per column (empty when it takes them). */
+async function refusals(db: pg.Pool | pg.Client, settings: DestinationSettings, rows: readonly CatalogColumn[], now: Date): Promise<string[]> {
+  const problems: string[] = [];
+  const written = new Map(settings.columns.map((c) => [c.name, c.source]));
+  for (const column of rows) {
+    const name = `"${column.attname}"`;
+    if (!written.has(column.attname)) {
+      if (column.notnull && !column.hasdefault && column.attidentity === '' && column.attgenerated === '') {
+        problems.push(`column ${name} is NOT NULL without a default and Ferry does not write it (give it a default, drop NOT NULL, or map a payload path to it in columns)`);
+      }
+      continue;
+    }
+    if (column.attgenerated !== '') problems.push(`column ${name} is generated and takes no written value (leave it out of columns, or make it a plain column)`);
+    else if (column.attidentity === 'a') problems.push(`column ${name} is GENERATED ALWAYS AS IDENTITY and takes no written value (make it a plain column)`);
+  }
+  if (settings.mode === 'upsert' && (rows[0]!.relkind === 'r' || rows[0]!.relkind === 'p') && !rows[0]!.unique_id) {
+    problems.push('mode upsert writes with ON CONFLICT ("id"), which needs a primary key or unique index on "id" alone (add one, or set mode insert)');
+  }
+  for (const { name, source } of settings.columns) {
+    if (source.kind === 'path') continue; // a payload path's values are anyone's: only rows can tell
+    const column = rows.find((r) => r.attname === name)!;
+    const probe = PROBES[source.kind];
+    if (!probe.exact && column.basekind === 'e') continue;
+    const sample = source.kind === 'id' ? SAMPLE_EVENT_ID : source.kind === 'occurred_at' ? now.toISOString() : source.kind === 'type' ? 'order.created' : { ferry: 'check' };
+    const json = column.typname === 'json' || column.typname === 'jsonb';
+    const text = json ? JSON.stringify(sample) : typeof sample === 'string' ? sample : JSON.stringify(sample);
+    const type = probe.exact ? { full: column.declared, plain: column.formatted } : { full: column.base, plain: column.base };
+    if (!(await acceptsInput(db, text, type, column.version))) {
+      problems.push(`column "${name}" is ${column.declared}, which cannot take ${probe.wants} (${probe.fix})`);
+    }
+  }
+  return problems;
+}
+
+/**
+ * True when `type` (as `format_type` spells it: `full` with its modifier, `plain` without) takes
+ * `text` through its input function, as a COPY or the INSERT's cast would. From Postgres 16
+ * `pg_input_is_valid` says so without an error; before, a cast to `plain` is tried (with the
+ * modifier, an explicit cast to `varchar(3)` would cut a value short where a write refuses it). Either runs only input functions: no row, no
+ * trigger, no side effect. A refusal is a data exception (22) or a domain's CHECK (23);
+ * anything else is the server's problem, thrown for the caller to classify.
+ */
+export async function acceptsInput(db: pg.Pool | pg.Client, text: string, type: { full: string; plain: string }, version: number): Promise<boolean> {
+  try {
+    if (version >= 160000) return (await db.query<{ ok: boolean }>('SELECT pg_input_is_valid($1, $2) AS ok', [text, type.full])).rows[0]!.ok;
+    // format_type quotes what needs quoting: its spelling is safe to put into SQL.
+    await db.query(`SELECT $1::text::${type.plain}`, [text]);
+    return true;
+  } catch (error) {
+    const state = sqlState(error);
+    if (state !== undefined && (state.startsWith('22') || state.startsWith('23'))) return false;
+    throw error;
+  }
 }
 
 function encodeRow(event: DestinationEvent, settings: DestinationSettings, encoders: readonly Encoder[]): (string | null)[] {

@@ -2,6 +2,7 @@ import { ConnectorError, type ConnectorDirection, type Destination, type Destina
 import { closedPort, connectorContext, getSharedTestPostgres } from '@ferry/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { acceptsInput } from './destination.js';
 import { postgres, type PostgresConfig } from './index.js';
 
 const plugin = postgres({ connectTimeoutMs: 3000 });
@@ -248,6 +249,104 @@ describe('postgres check and errors', () => {
     expect(result.error!.message).not.toContain('not-the-password');
     const source = await openSource({ connection_string: wrong.toString(), table: 't', cursor_column: 'id', type: 'x' });
     await expect(source.read(null, 10, never)).rejects.toMatchObject({ code: 'auth_failed', retryable: false });
+  });
+});
+
+describe("postgres check: the destination table takes Ferry's rows", () => {
+  /** Creates `name` as `columns` and checks a destination writing it; the check's health and error. */
+  const checkTable = async (name: string, columns: string, config: Partial<PostgresConfig> = {}) => {
+    await admin.query(`CREATE TABLE ${name} (${columns})`);
+    const result = await plugin.check!(ctx({ connection_string: url, table: name, ...config }));
+    return { health: result.health, code: result.error?.code, message: result.error?.message ?? '' };
+  };
+  const LAYOUT = 'type text, occurred_at timestamptz, payload jsonb';
+
+  it('is down, naming the column, when a type refuses every id, time, type or payload', async () => {
+    const cases: [string, string, string][] = [
+      ['acc_id_bigint', `id bigint PRIMARY KEY, ${LAYOUT}`, '"id" is bigint'],
+      ['acc_id_uuid', `id uuid PRIMARY KEY, ${LAYOUT}`, '"id" is uuid'],
+      ['acc_id_short', `id varchar(10) PRIMARY KEY, ${LAYOUT}`, '"id" is character varying(10)'],
+      ['acc_at_bigint', 'id text PRIMARY KEY, type text, occurred_at bigint, payload jsonb', '"occurred_at" is bigint'],
+      ['acc_at_short', 'id text PRIMARY KEY, type text, occurred_at varchar(10), payload jsonb', '"occurred_at" is character varying(10)'],
+      ['acc_type_int', 'id text PRIMARY KEY, type int, occurred_at timestamptz, payload jsonb', '"type" is integer'],
+      ['acc_payload_array', 'id text PRIMARY KEY, type text, occurred_at timestamptz, payload int[]', '"payload" is integer[]'],
+    ];
+    for (const [name, columns, named] of cases) {
+      const result = await checkTable(name, columns);
+      expect({ name, ...result }).toMatchObject({ name, health: 'down', code: 'configuration_invalid' });
+      expect(result.message).toContain(named);
+    }
+  });
+
+  it('is down for a NOT NULL column nothing writes, a written generated or identity column, and upsert without a unique id', async () => {
+    const tenant = await checkTable('acc_tenant', `id text PRIMARY KEY, ${LAYOUT}, tenant text NOT NULL`);
+    expect(tenant).toMatchObject({ health: 'down', code: 'configuration_invalid' });
+    expect(tenant.message).toContain('"tenant" is NOT NULL without a default');
+    await admin.query(`CREATE DOMAIN required_text AS text NOT NULL`);
+    const domain = await checkTable('acc_domain_nn', `id text PRIMARY KEY, ${LAYOUT}, region required_text`);
+    expect(domain).toMatchObject({ health: 'down', code: 'configuration_invalid' });
+    expect(domain.message).toContain('"region"');
+    const generated = await checkTable('acc_generated', 'id text PRIMARY KEY, type text, occurred_at timestamptz, total int GENERATED ALWAYS AS (1) STORED', { columns: { total: 'total' } });
+    expect(generated).toMatchObject({ health: 'down', code: 'configuration_invalid' });
+    expect(generated.message).toContain('"total" is generated');
+    const identity = await checkTable('acc_identity', `id text, seq bigint GENERATED ALWAYS AS IDENTITY, ${LAYOUT}`, { mode: 'insert', columns: { seq: 'seq' } });
+    expect(identity.message).toContain('"seq" is GENERATED ALWAYS AS IDENTITY');
+    const noKey = await checkTable('acc_no_key', `id text, ${LAYOUT}`);
+    expect(noKey).toMatchObject({ health: 'down', code: 'configuration_invalid' });
+    expect(noKey.message).toContain('unique index on "id"');
+    // The same table in insert mode needs no key: duplicates are the user's choice there.
+    expect((await plugin.check!(ctx({ connection_string: url, table: 'acc_no_key', mode: 'insert' }))).health).toBe('healthy');
+  });
+
+  it('is healthy for every table that takes the rows, however it differs from the default layout', async () => {
+    await admin.query(`CREATE TYPE acc_kind AS ENUM ('order.paid')`);
+    await admin.query(`CREATE DOMAIN event_id AS text CHECK (VALUE LIKE 'evt\\_%')`);
+    const healthy: [string, string, Partial<PostgresConfig>?][] = [
+      ['acc_wide', 'id varchar(64) PRIMARY KEY, type varchar(20), occurred_at timestamp(0), payload json'],
+      ['acc_text', 'id event_id PRIMARY KEY, type acc_kind, occurred_at text, payload text'],
+      ['acc_extras', `id text PRIMARY KEY, ${LAYOUT}, seq bigserial, n bigint GENERATED ALWAYS AS IDENTITY, d int GENERATED BY DEFAULT AS IDENTITY, at timestamptz NOT NULL DEFAULT now(), g int GENERATED ALWAYS AS (1) STORED, note text`],
+      ['acc_unique', 'id text NOT NULL, type text, occurred_at timestamptz, payload jsonb, UNIQUE (id)'],
+      ['acc_mapped', 'id text PRIMARY KEY, type text, occurred_at timestamptz, amount numeric NOT NULL, who text', { columns: { amount: 'amount', who: 'customer.name' } }],
+    ];
+    for (const [name, columns, config] of healthy) {
+      expect({ name, ...(await checkTable(name, columns, config)) }).toMatchObject({ name, health: 'healthy' });
+    }
+  });
+
+  it('with create_table and no table, proves the schema exists and the role may create in it', async () => {
+    await admin.query(`CREATE ROLE acc_writer LOGIN PASSWORD 'pw'`);
+    const writer = new URL(url);
+    writer.username = 'acc_writer';
+    writer.password = 'pw';
+    // Since Postgres 15 a role may not create tables in public unless granted.
+    const denied = await plugin.check!(ctx({ connection_string: writer.toString(), table: 'acc_later', create_table: true }));
+    expect(denied).toMatchObject({ health: 'down', error: { code: 'permission_denied' } });
+    expect(denied.error!.message).toContain('schema public');
+    const missing = await plugin.check!(ctx({ connection_string: url, table: 'no_schema.acc_later', create_table: true }));
+    expect(missing).toMatchObject({ health: 'down', error: { code: 'configuration_invalid' } });
+    expect(missing.error!.message).toContain('no_schema');
+    await admin.query(`GRANT CREATE ON SCHEMA public TO acc_writer`);
+    expect((await plugin.check!(ctx({ connection_string: writer.toString(), table: 'acc_later', create_table: true }))).health).toBe('healthy');
+  });
+
+  it('fails a write to such a table as a whole, not retryably, instead of refusing each row', async () => {
+    await admin.query(`CREATE TABLE acc_write_bigint (id bigint PRIMARY KEY, ${LAYOUT})`);
+    const destination = await openDestination({ connection_string: url, table: 'acc_write_bigint' });
+    const failure = await destination.write([event(1), event(2)], never).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(ConnectorError);
+    expect(failure).toMatchObject({ code: 'configuration_invalid', retryable: false });
+    expect((failure as Error).message).toContain('"id" is bigint');
+    // Fixed: the next write prepares the table again and lands.
+    await admin.query(`ALTER TABLE acc_write_bigint ALTER COLUMN id TYPE text`);
+    expect(await destination.write([event(1), event(2)], never)).toEqual([{ ok: true }, { ok: true }]);
+  });
+
+  it('before Postgres 16, tries a cast to the type without its modifier', async () => {
+    const old = 150000;
+    expect(await acceptsInput(admin, 'evt_01', { full: 'bigint', plain: 'bigint' }, old)).toBe(false);
+    expect(await acceptsInput(admin, 'evt_01', { full: 'character varying(3)', plain: 'character varying' }, old)).toBe(true);
+    expect(await acceptsInput(admin, '2026-01-02T03:04:05.678Z', { full: 'timestamp(0) with time zone', plain: 'timestamp with time zone' }, old)).toBe(true);
+    expect(await acceptsInput(admin, 'x', { full: 'event_id', plain: 'event_id' }, old)).toBe(false);
   });
 });
 
