@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from './sql-helpers.js';
+import { isSqliteBusy } from './sqlite-lock-wait.js';
 
 /** The part of a better-sqlite3 statement the hot paths use. */
 export interface SqliteStatement {
@@ -101,13 +102,27 @@ export class SqliteIdleReader {
   get(sql: string, params: readonly unknown[]): Record<string, unknown> | null | undefined {
     const statement = this.statement(sql);
     if (!statement) return undefined;
-    return (statement.get(...params) as Record<string, unknown> | undefined) ?? null;
+    return busyAsUndefined(() => (statement.get(...params) as Record<string, unknown> | undefined) ?? null);
   }
 
   /** Every row, or `undefined` when the direct path is not available now. */
   all(sql: string, params: readonly unknown[]): Record<string, unknown>[] | undefined {
     const statement = this.statement(sql);
     if (!statement) return undefined;
-    return statement.all(...params) as Record<string, unknown>[];
+    return busyAsUndefined(() => statement.all(...params) as Record<string, unknown>[]);
+  }
+}
+
+/**
+ * A WAL read needs no lock, except in rare moments (another process recovering the log, or
+ * closing the last connection); the connection has no synchronous busy wait, so such a read
+ * answers SQLITE_BUSY at once. `undefined` sends it down knex's path, which waits without blocking.
+ */
+function busyAsUndefined<T>(read: () => T): T | undefined {
+  try {
+    return read();
+  } catch (error) {
+    if (isSqliteBusy(error)) return undefined;
+    throw error;
   }
 }

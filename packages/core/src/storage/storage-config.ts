@@ -1,6 +1,8 @@
 import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
+import type { Clock } from '../clock.js';
 import { sqliteStatement } from './sqlite-direct.js';
+import { realTimers, retryWhileBusy, type SqliteLockWait } from './sqlite-lock-wait.js';
 
 /** The SQL dialects the engine stores its state in. */
 export type Dialect = 'sqlite' | 'postgres';
@@ -23,8 +25,14 @@ export interface StorageConfig {
 export interface SqliteOptions {
   /** Path of the database file, or `:memory:` for a private in-memory database. */
   filename: string;
-  /** How long a writer waits for another process's lock before failing, in ms (default 5000). */
+  /**
+   * How long a write waits for the lock another process holds before failing with the
+   * storage-unavailable error (HTTP 503 with `Retry-After`), in ms (default 5000). The wait is
+   * asynchronous: reads, `/healthz` and other work go on meanwhile (see {@link SqliteLockWait}).
+   */
   busyTimeoutMs?: number;
+  /** The clock that times those waits; real time by default (tests pass a virtual clock). */
+  clock?: Clock;
 }
 
 /** Options of {@link postgres}. */
@@ -56,28 +64,114 @@ interface CachedStatement {
   run(bindings: unknown[]): unknown;
 }
 
+/** The part of a better-sqlite3 connection the write-lock wait uses. */
+interface LockingConnection {
+  readonly inTransaction: boolean;
+  prepare(sql: string): { run(params: readonly unknown[]): unknown };
+}
+
+/** The part of knex's client the write-lock wait uses. */
+interface PoolingClient {
+  readonly transacting?: boolean;
+  acquireConnection(): Promise<LockingConnection>;
+  releaseConnection(conn: unknown): Promise<unknown>;
+}
+
+/** The same text knex's path would send, so both share one cached prepared statement. */
+const BEGIN_IMMEDIATE = 'BEGIN IMMEDIATE;';
+
 /**
- * better-sqlite3 with every transaction opened as `BEGIN IMMEDIATE`.
+ * better-sqlite3 with every transaction opened as `BEGIN IMMEDIATE`, and waits for another
+ * process's lock that never block the event loop.
  *
  * knex opens SQLite transactions with a plain (deferred) `BEGIN`; two processes that both read
  * and then write can then deadlock on the lock upgrade, which `busy_timeout` cannot resolve.
  * Taking the write lock at `BEGIN` makes every transaction a proper compare-and-set section,
  * which the lease and queue claims rely on when several engines share one file. Its queries run
  * on the connection's cached prepared statements ({@link sqliteStatement}).
+ *
+ * The lock is waited for as {@link SqliteLockWait} describes: a transaction takes the pooled
+ * connection, tries `BEGIN IMMEDIATE`, and on `SQLITE_BUSY` gives the connection back and tries
+ * again later; a statement outside a transaction is run again the same way. Inside a transaction
+ * the lock is already held, so nothing there waits.
  */
-function immediateSqliteClient(): unknown {
+function immediateSqliteClient(wait: SqliteLockWait): unknown {
   // knex exposes no option for this, so its own classes are extended (knex has no `exports` map).
   type Ctor = new (...args: unknown[]) => { query(conn: unknown, sql: string): unknown };
   const Client = require('knex/lib/dialects/better-sqlite3/index.js') as Ctor;
-  const Transaction = require('knex/lib/dialects/sqlite3/execution/sqlite-transaction.js') as Ctor;
+  const Transaction = require('knex/lib/dialects/sqlite3/execution/sqlite-transaction.js') as new (...args: unknown[]) => {
+    client: PoolingClient;
+    query(conn: unknown, sql: string): Promise<unknown>;
+    acquireConnection(config: { connection?: unknown } | undefined, cb: (conn: unknown) => Promise<unknown>): Promise<unknown>;
+  };
+  const Runner = require('knex/lib/execution/runner.js') as new (client: unknown, builder: unknown) => { connection: unknown; run(): Promise<unknown> };
+
+  /** Takes the pooled connection with the write lock held on it, waiting as long as `wait` allows. */
+  const lockedConnection = (client: PoolingClient) =>
+    retryWhileBusy(wait, async () => {
+      const conn = await client.acquireConnection();
+      try {
+        sqliteStatement(conn, BEGIN_IMMEDIATE).run([]);
+        return conn;
+      } catch (error) {
+        await client.releaseConnection(conn);
+        throw error;
+      }
+    });
+
   class ImmediateTransaction extends Transaction {
+    /** True once `BEGIN IMMEDIATE` ran while the connection was taken. */
+    private begun = false;
+
+    override async acquireConnection(config: { connection?: unknown } | undefined, cb: (conn: unknown) => Promise<unknown>): Promise<unknown> {
+      // A savepoint inside a transaction, or knex's own schema work on a connection it holds:
+      // the lock is held already or taken by `begin` on that connection.
+      if (config?.connection || this.client.transacting) return super.acquireConnection(config, cb);
+      const conn = await lockedConnection(this.client);
+      this.begun = true;
+      try {
+        return await super.acquireConnection({ ...config, connection: conn }, cb);
+      } finally {
+        delete (conn as { __knexTxId?: unknown }).__knexTxId;
+        // Never hand the pool a connection still inside a transaction: it would keep the lock.
+        if (conn.inTransaction) {
+          try {
+            sqliteStatement(conn, 'ROLLBACK;').run([]);
+          } catch {
+            // The connection is unusable then; the pool's next query reports it.
+          }
+        }
+        await this.client.releaseConnection(conn);
+      }
+    }
+
     begin(conn: unknown) {
-      return this.query(conn, 'BEGIN IMMEDIATE;');
+      if (this.begun) return Promise.resolve();
+      return this.query(conn, BEGIN_IMMEDIATE);
     }
   }
+
+  /** A statement outside any transaction, run again while another process holds the lock. */
+  class WaitingRunner extends Runner {
+    override async run(): Promise<unknown> {
+      return retryWhileBusy(wait, () => {
+        // A failed attempt's connection went back to the pool; the next one takes it anew.
+        this.connection = undefined;
+        return super.run();
+      });
+    }
+  }
+
   class ImmediateClient extends Client {
     transaction(container: unknown, config: unknown, outerTx: unknown) {
       return new ImmediateTransaction(this, container, config, outerTx);
+    }
+
+    runner(builder: { _connection?: unknown; _sequence?: unknown }) {
+      // Inside a transaction the lock is held; a schema change runs several statements, and
+      // running them again from the start after a failure part-way would not be safe.
+      if ((this as unknown as PoolingClient).transacting || builder._connection || builder._sequence) return new Runner(this, builder);
+      return new WaitingRunner(this, builder);
     }
 
     // knex prepares every statement anew, which costs more than running it (tens of µs for the
@@ -112,14 +206,14 @@ function immediateSqliteClient(): unknown {
  * ```
  */
 export function sqlite(options: SqliteOptions): StorageConfig {
-  const busyTimeout = options.busyTimeoutMs ?? 5000;
+  const wait: SqliteLockWait = { timeoutMs: options.busyTimeoutMs ?? 5000, clock: options.clock ?? realTimers };
   const memory = options.filename === ':memory:' || options.filename === '';
   return {
     dialect: 'sqlite',
     ephemeral: memory,
     description: memory ? 'sqlite (in memory)' : `sqlite (${options.filename})`,
     knex: {
-      client: immediateSqliteClient() as Knex.Config['client'],
+      client: immediateSqliteClient(wait) as Knex.Config['client'],
       connection: { filename: memory ? ':memory:' : options.filename },
       useNullAsDefault: true,
       // A failed statement's error names its SQL with `?`, not the values bound (event payloads,
@@ -134,7 +228,8 @@ export function sqlite(options: SqliteOptions): StorageConfig {
         afterCreate(conn: { pragma(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) {
           try {
             if (!memory) conn.pragma('journal_mode = WAL');
-            conn.pragma(`busy_timeout = ${busyTimeout}`);
+            // No synchronous wait for a lock: the client waits asynchronously instead (see SqliteLockWait).
+            conn.pragma('busy_timeout = 0');
             conn.pragma('foreign_keys = ON');
             conn.pragma('synchronous = NORMAL');
             done(null, conn);
