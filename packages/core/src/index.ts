@@ -28,10 +28,18 @@ export { systemClock, sleep, isoNow, type Clock, type ClockTimer } from './clock
 export { silentLogger, type Logger, type LogFn } from './logger.js';
 export { IdGenerator, ID_PREFIXES, isId, type IdKind } from './ids.js';
 export { CursorCodec, normalizeLimit, DEFAULT_LIMIT, MAX_LIMIT, CURSOR_TTL_MS, type CursorScope } from './pagination.js';
-export { pointerToken, schemaErrors, type SchemaErrorOptions } from './validation.js';
+export { hasInvalidCharacter, pointerToken, schemaErrors, type SchemaErrorOptions } from './validation.js';
 export { inputSchemas, readOnlyFields } from './schemas.js';
 export { assertSchedule, nextFireAfter } from './schedule.js';
-export { assertUrlAllowed, isBlockedAddress, isHostAllowed } from './outbound-policy.js';
+export { assertUrlAllowed, isBlockedAddress, isHostAllowed, canonicalHost, hostRefusal } from './outbound-policy.js';
+export {
+  createConnectorOutbound,
+  outboundRefusal,
+  URL_NOT_ALLOWED,
+  type ConnectorOutbound,
+  type ConnectorOutboundOptions,
+  type OutboundConnectOptions,
+} from './connector-outbound.js';
 export { parseSecretKey, generateSecretKey, SecretBox } from './crypto/secret-box.js';
 export {
   API_KEY_SCOPES,

@@ -201,8 +201,11 @@ export class OutboundClient {
   }
 }
 
-/** The system resolver, every address of the name, in the order `getaddrinfo` gives them. */
-const systemLookup: OutboundLookup = async (hostname) => {
+/**
+ * The system resolver, every address of the name, in the order `getaddrinfo` gives them. Not
+ * part of the package's entry.
+ */
+export const systemLookup: OutboundLookup = async (hostname) => {
   const answers = await dnsLookup(hostname, { all: true });
   return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
 };
@@ -210,8 +213,9 @@ const systemLookup: OutboundLookup = async (hostname) => {
 /**
  * Why connecting to `address` for `host` is refused, or null. An allowed host may resolve
  * anywhere (allowing a name trusts its DNS); an allowed IP or CIDR permits the addresses in it.
+ * Not part of the package's entry: connectors reach it through `ConnectorContext.outbound`.
  */
-function addressRefusal(address: string, host: string, allow: readonly string[]): string | null {
+export function addressRefusal(address: string, host: string, allow: readonly string[]): string | null {
   if (isIP(address) === 0) return ADDRESS_REFUSED;
   if (isHostAllowed(host, allow) || isHostAllowed(address, allow)) return null;
   return isBlockedAddress(address) ? ADDRESS_REFUSED : null;
@@ -220,10 +224,15 @@ function addressRefusal(address: string, host: string, allow: readonly string[])
 /**
  * A `net` lookup that resolves with `resolve` and keeps only the permitted answers: the check
  * runs on the addresses the socket will actually connect to, for every new connection. A mixed
- * answer keeps its permitted addresses only; an answer with none fails with a policy refusal.
- * Exported for the client's tests; not part of the package's entry.
+ * answer keeps its permitted addresses only; an answer with none fails with `refuse(reason)`
+ * (default: the client's own refusal error). Not part of the package's entry: connectors get it
+ * as `ConnectorContext.outbound.lookup`.
  */
-export function guardedLookup(resolve: OutboundLookup, allow: readonly string[]): LookupFunction {
+export function guardedLookup(
+  resolve: OutboundLookup,
+  allow: readonly string[],
+  refuse: (reason: string) => Error = (reason) => new OutboundBlockedError(reason),
+): LookupFunction {
   return (hostname, options, callback) => {
     const wanted = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : (options.family ?? 0);
     Promise.resolve()
@@ -242,7 +251,7 @@ export function guardedLookup(resolve: OutboundLookup, allow: readonly string[])
           }
           const usable = candidates.filter((a) => addressRefusal(a.address, hostname, allow) === null);
           if (usable.length === 0) {
-            callback(new OutboundBlockedError(ADDRESS_REFUSED), '');
+            callback(refuse(ADDRESS_REFUSED), '');
             return;
           }
           if (options.all) callback(null, usable);

@@ -138,3 +138,36 @@ export function assertUrlAllowed(raw: string, allow: readonly string[]): URL {
   if (why) throw fail(why);
   return url;
 }
+
+/**
+ * A host as the system resolver will take it, in the WHATWG URL parser's canonical form: the
+ * other spellings of an IPv4 address (`2130706433`, `0x7f.1`, `0177.0.0.1`, `127.1`), which
+ * `getaddrinfo` also accepts, become the dotted quad, and IPv6 loses its brackets and its
+ * zeros. A host the parser refuses is returned bare (it cannot be an address then).
+ */
+export function canonicalHost(host: string): string {
+  const bare = policyHost(host);
+  if (isIP(bare) !== 0) return bare;
+  try {
+    return policyHost(new URL(`http://${bare.includes(':') ? `[${bare}]` : bare}/`).hostname);
+  } catch {
+    return bare;
+  }
+}
+
+/**
+ * Why the outbound policy refuses a host a connector is configured with (a database host, a
+ * broker, the host of an endpoint URL), or null when it passes: unless the host is allowed, a
+ * literal address in a blocked range in any spelling ({@link canonicalHost}), a `localhost`
+ * name, an empty host (drivers read it as the local machine) or a Unix socket path (a local
+ * socket by definition). A host name passes here: its resolved addresses are checked when
+ * connecting. The reason never repeats the host.
+ */
+export function hostRefusal(host: string, allow: readonly string[]): string | null {
+  if (isHostAllowed(host, allow)) return null;
+  const canonical = canonicalHost(host);
+  if (canonical !== policyHost(host) && isHostAllowed(canonical, allow)) return null;
+  if (canonical === '' || host.startsWith('/')) return 'it points to the local machine';
+  if (isBlockedAddress(canonical) || isLocalhostName(canonical)) return 'it points to a private, loopback or reserved address';
+  return null;
+}

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { systemClock } from '../clock.js';
 import { silentLogger } from '../logger.js';
+import { createConnectorOutbound } from '../connector-outbound.js';
 import { secretPaths } from './config-secrets.js';
 import { ConnectorError } from './connector-error.js';
 import { defineConnector, defineTransform, isConnectorDefinition } from './define.js';
@@ -180,6 +181,7 @@ describe('defineConnector', () => {
       logger: silentLogger,
       clock: systemClock,
       signal: new AbortController().signal,
+      outbound: createConnectorOutbound(),
     };
     await expect(thirdParty.check!(base)).resolves.toEqual({ health: 'healthy', latencyMs: 1 });
     const source = (await thirdParty.source!({ ...base, pipelineId: 'pip_1', inbox: emptyInbox })) as PullSource;

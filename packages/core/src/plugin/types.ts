@@ -1,5 +1,6 @@
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { Clock } from '../clock.js';
+import type { ConnectorOutbound } from '../connector-outbound.js';
 import type { Logger } from '../logger.js';
 import type { ConnectorError } from './connector-error.js';
 
@@ -128,6 +129,13 @@ export interface ConnectorContext<TConfig> {
   readonly clock: Clock;
   /** Aborted when the engine stops or the call is no longer wanted. */
   readonly signal: AbortSignal;
+  /**
+   * The engine's outbound policy (its `outboundAllow`): every connection the plugin or its driver
+   * opens must go through it (its `lookup`, `connect`, `socket` or `agent`), so a host that is,
+   * or resolves to, a private, loopback, link-local or metadata address gets no byte unless
+   * allowed. Refusals are non-retryable `url_not_allowed` errors.
+   */
+  readonly outbound: ConnectorOutbound;
 }
 
 /**
@@ -173,8 +181,11 @@ export interface ConnectorDefinition<TSchemaT extends TObject = TObject> {
    * Rules the schema cannot say, for a config the schema accepted (defaults applied): typically
    * the fields one direction needs (a destination's `url`, a source's `cursor_column`). Returns
    * field problems with pointers relative to the config; called on create and on every update.
+   * `outbound` is the engine's outbound policy: report a host it refuses whatever DNS says
+   * (`outbound.hostProblem`, `outbound.urlProblem`) with code `url_not_allowed`, and the engine
+   * answers 422 `url_not_allowed` (when that is the only kind of problem) instead of 400.
    */
-  validateConfig?(config: Static<TSchemaT>, direction: ConnectorDirection): { pointer: string; code: string; detail: string }[];
+  validateConfig?(config: Static<TSchemaT>, direction: ConnectorDirection, outbound: ConnectorOutbound): { pointer: string; code: string; detail: string }[];
   /**
    * Completes a new connector's config before it is validated and stored: fills in what the
    * connector generates itself (a webhook's signing secret). Called on create only, with a config

@@ -1,4 +1,5 @@
 import type { CheckResult, ConnectorContext, JsonObject } from '../plugin/types.js';
+import { connectorOutboundFor, URL_NOT_ALLOWED } from '../connector-outbound.js';
 import type { Connector, CreateConnectorInput, Page, PageParams, UpdateConnectorInput } from '../domain.js';
 import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../engine-context.js';
 import { FerryError, isFerryError, notFound, validationError, type FieldError } from '../errors.js';
@@ -405,6 +406,8 @@ export class ConnectorsService {
       logger: this.ctx.logger.child({ connector_id: opened.row.id, connector_type: opened.row.type }),
       clock: this.ctx.clock,
       signal,
+      // The engine's one policy, shared by every context of this engine (built once per list).
+      outbound: connectorOutboundFor(this.ctx.settings.outboundAllow),
     };
   }
 
@@ -425,13 +428,19 @@ export class ConnectorsService {
     return plugin;
   }
 
-  // The schema first; the plugin's own rules (which fields a direction needs) only on a config
-  // the schema accepts, with schema defaults applied.
+  // The schema first; the plugin's own rules (which fields a direction needs, hosts the
+  // outbound policy refuses) only on a config the schema accepts, with schema defaults applied.
+  // A config whose only problems are refused hosts is well formed but breaks a rule: 422
+  // `url_not_allowed`, as for a webhook subscription's url; anything else wrong is a 400.
   private validateConfig(plugin: RegisteredConnector, config: JsonObject, direction: ConnectorRow['direction']): void {
     const errors = schemaErrors(plugin.definition.configSchema, config, { prefix: '/config' });
     if (errors.length === 0 && plugin.definition.validateConfig) {
       const withDefaults = Value.Default(plugin.definition.configSchema, structuredClone(config)) as JsonObject;
-      for (const e of plugin.definition.validateConfig(withDefaults, direction)) errors.push({ ...e, pointer: `/config${e.pointer}` });
+      const outbound = connectorOutboundFor(this.ctx.settings.outboundAllow);
+      for (const e of plugin.definition.validateConfig(withDefaults, direction, outbound)) errors.push({ ...e, pointer: `/config${e.pointer}` });
+    }
+    if (errors.length > 0 && errors.every((e) => e.code === URL_NOT_ALLOWED)) {
+      throw new FerryError(URL_NOT_ALLOWED, errors[0]!.detail, { errors });
     }
     if (errors.length > 0) throw validationError(errors, 'The connector config is not valid.');
   }
