@@ -28,10 +28,12 @@ interface Outage {
 
 /**
  * The faults both sides of the memory connector take: an outage for some clock time (every call
- * fails with a retryable `connection_refused`) and slowness (every call takes some clock time).
+ * fails with a retryable `connection_refused`), a misconfiguration (every call fails with a
+ * non-retryable code until it is fixed) and slowness (every call takes some clock time).
  */
 abstract class FaultInjection {
   private outage: Outage | undefined;
+  private misconfigured: { code: string } | undefined;
   private slowMs = 0;
 
   constructor(protected readonly clock: Clock) {}
@@ -42,10 +44,26 @@ abstract class FaultInjection {
     return this;
   }
 
-  /** Ends an outage now. */
+  /** Ends an outage, or a misconfiguration, now. */
   up(): this {
     this.outage = undefined;
+    this.misconfigured = undefined;
     return this;
+  }
+
+  /**
+   * Fails every call with a non-retryable error of `code` until {@link up}: a setup problem no
+   * retry fixes (`table_not_found`, `permission_denied`, `configuration_invalid`, `auth_failed`),
+   * as a real connector reports one.
+   */
+  misconfigure(code: string): this {
+    this.misconfigured = { code };
+    return this;
+  }
+
+  /** The code of an injected misconfiguration, if any. */
+  misconfiguration(): string | undefined {
+    return this.misconfigured?.code;
   }
 
   /** True during an injected outage. */
@@ -62,6 +80,7 @@ abstract class FaultInjection {
   /** What every call goes through first: the slowness, then the outage. */
   protected async faults(signal: AbortSignal, what: string): Promise<void> {
     if (this.slowMs > 0) await sleep(this.clock, this.slowMs, signal);
+    if (this.misconfigured) throw new ConnectorError(this.misconfigured.code, `The memory ${what} is misconfigured (fault injected).`, { retryable: false });
     if (this.isDown()) throw new ConnectorError('connection_refused', `The memory ${what} is down (fault injected).`, { retryable: true });
     this.outage = undefined;
   }
@@ -290,7 +309,7 @@ export const memoryConfigSchema = Type.Object(
 /**
  * The `memory` connector type, over a {@link MemoryHub}: a real plugin (the core drives it like
  * any other) for tests and benchmarks of the runtime, with faults to inject on both sides: a
- * record the destination refuses, an outage for some clock time, slowness.
+ * record the destination refuses, an outage for some clock time, a misconfiguration, slowness.
  */
 export function memoryConnector(hub: MemoryHub) {
   return defineConnector({
@@ -299,6 +318,8 @@ export function memoryConnector(hub: MemoryHub) {
     directions: ['source', 'destination'],
     configSchema: memoryConfigSchema,
     async check(ctx) {
+      const misconfigured = hub.stream(ctx.config.name).misconfiguration() ?? hub.sink(ctx.config.name).misconfiguration();
+      if (misconfigured) return { health: 'down', latencyMs: 0, error: { code: misconfigured, message: 'Misconfigured (fault injected).' } };
       const down = hub.stream(ctx.config.name).isDown() || hub.sink(ctx.config.name).isDown();
       return down ? { health: 'down', latencyMs: 0, error: { code: 'connection_refused', message: 'Down (fault injected).' } } : { health: 'healthy', latencyMs: 0 };
     },

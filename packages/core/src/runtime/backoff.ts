@@ -7,6 +7,12 @@ export interface BackoffPolicy {
 }
 
 /**
+ * An attempt number whose delay is the cap, whatever the policy (the exponent stops at 30): what
+ * a failure that no quick retry can fix waits.
+ */
+export const MAX_BACKOFF_ATTEMPT = 31;
+
+/**
  * The delay before retry number `attempt` (1 for the first retry): `base * 2^(attempt-1)`,
  * capped, then drawn uniformly from its upper half so that many pipelines failing together
  * (one database restart) do not come back in lockstep.

@@ -4,8 +4,28 @@ import { ConnectorError } from '../plugin/connector-error.js';
 /** Where a failure that holds the whole flow happened. */
 export type FlowStage = 'source' | 'destination' | 'storage' | 'internal';
 
-/** The reason codes of `pipeline.failed` (contract section 9). */
-export type FailureReason = 'source_unavailable' | 'destination_unavailable' | 'auth_failed' | 'transform_error' | 'timeout' | 'internal';
+/**
+ * The reason codes of `pipeline.failed` and of a failed run's `error`. `configuration_invalid`
+ * joins the outage codes for a failure no retry can fix until someone changes a config, a
+ * privilege or the system a connector points at (see {@link isConfigurationCode}); telling it
+ * from an outage is what lets an operator act on the alert instead of waiting it out.
+ */
+export type FailureReason = 'source_unavailable' | 'destination_unavailable' | 'auth_failed' | 'configuration_invalid' | 'transform_error' | 'timeout' | 'internal';
+
+/** Codes that say the connector's configuration, not its availability, is at fault. */
+const CONFIGURATION_CODES = new Set(['configuration_invalid', 'permission_denied', 'url_not_allowed', 'tls_failed', 'query_failed', 'direction_unsupported', 'topic_invalid']);
+
+/**
+ * True for a plugin's (or the engine's) code of a configuration problem: `configuration_invalid`,
+ * `permission_denied`, `url_not_allowed`, `tls_failed`, `query_failed` (the connector's own
+ * SQL), `direction_unsupported`, `topic_invalid`, and any `<thing>_not_found` (`table_not_found`,
+ * `bucket_not_found`, ...): the thing a config names is not there. A plugin of its own makes its
+ * codes count by these names. Only a failure that is also not retryable is reported as one: a
+ * `table_not_found` that a plugin retries (an eventually consistent store) is still an outage.
+ */
+export function isConfigurationCode(code: string): boolean {
+  return CONFIGURATION_CODES.has(code) || /^[a-z][a-z0-9_]*_not_found$/.test(code);
+}
 
 /**
  * A failure of a whole batch: the source could not be read, the destination did not take the
@@ -25,13 +45,27 @@ export class FlowError extends Error {
     this.name = 'FlowError';
   }
 
-  /** The reason code `pipeline.failed` and the run record carry. */
+  /**
+   * The reason code `pipeline.failed` and the run record carry. The plugin's own code and message
+   * are on the connector at fault (`last_error`, and the `connector.error` its health change emits).
+   */
   get reason(): FailureReason {
     if (this.code === 'auth_failed') return 'auth_failed';
     if (this.code === 'timeout') return 'timeout';
-    if (this.stage === 'source') return 'source_unavailable';
-    if (this.stage === 'destination') return 'destination_unavailable';
+    if (this.stage === 'source' || this.stage === 'destination') {
+      if (!this.retryable && isConfigurationCode(this.code)) return 'configuration_invalid';
+      return this.stage === 'source' ? 'source_unavailable' : 'destination_unavailable';
+    }
     return 'internal';
+  }
+
+  /**
+   * A failure that waits for someone to fix it (a config, a privilege, a table, credentials):
+   * not retryable, and about the connector's setup, which is what a check would find too. The
+   * connector is reported `down` at once rather than after a streak of retries.
+   */
+  get needsFix(): boolean {
+    return !this.retryable && (this.reason === 'configuration_invalid' || this.reason === 'auth_failed');
   }
 }
 

@@ -5,7 +5,7 @@ import { isFerryError } from '../errors.js';
 import type { Checkpoint, JsonObject, PullSource, PushSource, SourceBatch, SourceRecord, TransformEvent } from '../plugin/types.js';
 import type { ConnectorsService } from '../services/connectors-service.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
-import { backoffDelay } from './backoff.js';
+import { backoffDelay, MAX_BACKOFF_ATTEMPT } from './backoff.js';
 import { commitBatch, countResults, type BatchCounts, type Fence } from './batch-commit.js';
 import { deriveEventId } from './event-id.js';
 import { processItems, type ItemResult, type WorkItem } from './event-processor.js';
@@ -525,7 +525,9 @@ export class PipelineFlow {
     const failures = ++lane.failures;
     const side = flow.stage === 'source' ? this.conns?.source : flow.stage === 'destination' ? this.conns?.destination : undefined;
     this.deps.ctx.logger.warn({ pipeline_id: this.spec.pipelineId, stage: flow.stage, code: flow.code, attempt: failures, err: flow.message }, 'pipeline batch failed; holding the flow');
-    if (side) await this.health.failed(side, failures, { code: flow.code, message: flow.message }).catch(() => undefined);
+    // A setup problem is what a check would find: the connector is down now, not after a streak.
+    const consecutive = flow.needsFix ? Math.max(failures, this.deps.options.downAfterAttempts) : failures;
+    if (side) await this.health.failed(side, consecutive, { code: flow.code, message: flow.message }).catch(() => undefined);
     const budget = this.spec.mode === 'until_caught_up' ? this.deps.options.runRetryAttempts : this.deps.options.streamFailAfterAttempts;
     if (!flow.retryable || failures >= budget) {
       if (this.spec.mode === 'until_caught_up') throw flow;
@@ -534,8 +536,13 @@ export class PipelineFlow {
         await this.announce(() => this.spec.onFailing?.(flow)).catch(() => undefined);
       }
     }
+    // Retrying sooner cannot fix what is not retryable: a streaming pipeline tries again at the
+    // backoff's cap (and at once when its pipeline or connectors change, which wakes this wait),
+    // so a fix made outside Ferry (an ALTER TABLE, a GRANT) is picked up within a minute while a
+    // broken pipeline costs one attempt a minute, not a burst.
+    const delay = flow.retryable ? backoffDelay(this.deps.options.retry, failures) : backoffDelay(this.deps.options.retry, MAX_BACKOFF_ATTEMPT);
     try {
-      await sleep(this.deps.ctx.clock, backoffDelay(this.deps.options.retry, failures), AbortSignal.any([this.stopper.signal, this.wake.signal]));
+      await sleep(this.deps.ctx.clock, delay, AbortSignal.any([this.stopper.signal, this.wake.signal]));
     } catch {
       if (this.stopper.signal.aborted) throw new Stop('stopped');
     }
