@@ -2,15 +2,25 @@ import type { ClockTimer } from '../clock.js';
 import type { EngineContext } from '../engine-context.js';
 import type { Fence } from './batch-commit.js';
 
+/** First pause before a failed renewal is tried again, in ms (shorter for short leases). */
+const RETRY_BASE_MS = 1_000;
+
 /**
  * Holds a named lease for as long as this engine works under it: renews it every third of its
- * lifetime and reports when a renewal is refused (it expired and another engine took it over),
- * so the work under it stops. A renewal that fails because storage is unreachable is not a loss:
- * the next one tries again, and only expiry hands the lease to someone else.
+ * lifetime and reports when a renewal is refused (another engine took it over), so the work
+ * under it stops.
+ *
+ * A renewal that fails (storage unreachable, a SQLite write lock held elsewhere) is not a loss:
+ * it is tried again soon (1 s, doubling up to a tenth of the lifetime) rather than at the next
+ * regular renewal, so the lease is renewed as soon as storage answers again. Waiting a whole third
+ * made a 20 s outage cost a 30 s lease: the renewal after it came too late. Only a refusal counts
+ * as lost, and storage refuses only a token that no longer holds the lease.
  */
 export class LeaseKeeper {
   private timer: ClockTimer | undefined;
   private released = false;
+  /** Renewals failed in a row. */
+  private failures = 0;
   /** Extra renewals done with each heartbeat (a run row's own lease). */
   private readonly extras: (() => Promise<unknown>)[] = [];
 
@@ -26,7 +36,7 @@ export class LeaseKeeper {
     const grant = await ctx.storage.repos.leases.acquire(name, ctx.instanceId, ttlMs, ctx.clock.now());
     if (!grant) return null;
     const keeper = new LeaseKeeper(ctx, { name, token: grant.token }, ttlMs, onLost);
-    keeper.schedule();
+    keeper.schedule(keeper.renewEveryMs());
     return keeper;
   }
 
@@ -35,15 +45,28 @@ export class LeaseKeeper {
     this.extras.push(renew);
   }
 
-  private schedule(): void {
+  private renewEveryMs(): number {
+    return Math.max(1, Math.floor(this.ttlMs / 3));
+  }
+
+  /** The pause before trying again after `failures` renewals failed in a row. */
+  private retryMs(failures: number): number {
+    const cap = Math.max(1, Math.floor(this.ttlMs / 10));
+    const base = Math.min(RETRY_BASE_MS, cap);
+    return Math.min(base * 2 ** Math.min(failures - 1, 20), cap);
+  }
+
+  /** Arms the next renewal in `ms`, replacing the one armed (one timer at a time). */
+  private schedule(ms: number): void {
     if (this.released) return;
-    this.timer = this.ctx.clock.setTimeout(() => void this.beat(), Math.max(1, Math.floor(this.ttlMs / 3)));
+    this.timer?.cancel();
+    this.timer = this.ctx.clock.setTimeout(() => void this.beat(), ms);
   }
 
   private async beat(): Promise<void> {
     if (this.released) return;
-    // The next beat is armed before this one's I/O: a slow renewal never delays the one after it.
-    this.schedule();
+    // The next regular beat is armed before this one's I/O: a renewal that hangs never delays the one after it.
+    this.schedule(this.renewEveryMs());
     try {
       const held = await this.ctx.storage.repos.leases.heartbeat(this.fence.name, this.fence.token, this.ttlMs, this.ctx.clock.now());
       if (!held) {
@@ -55,8 +78,13 @@ export class LeaseKeeper {
         return;
       }
       for (const renew of this.extras) await renew();
+      this.failures = 0;
     } catch (error) {
-      this.ctx.logger.warn({ lease: this.fence.name, err: (error as Error)?.message }, 'lease renewal failed; trying again');
+      if (this.released) return;
+      this.failures += 1;
+      const retryInMs = this.retryMs(this.failures);
+      this.ctx.logger.warn({ lease: this.fence.name, attempt: this.failures, retry_in_ms: retryInMs, err: (error as Error)?.message }, 'lease renewal failed; trying again');
+      this.schedule(retryInMs);
     }
   }
 

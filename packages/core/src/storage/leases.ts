@@ -38,12 +38,14 @@ export class LeasesRepo {
     return rows.length === 1 && rows[0]!.token === token ? { name, token, expires_at: expires } : null;
   }
 
-  /** Extends a held lease; false when the token no longer holds it (expired and taken over). */
+  /**
+   * Extends the lease `token` holds; false only when someone else holds it now (it expired and
+   * was taken over). A lease past its expiry that nobody took is renewed: the holder was cut off
+   * from storage for a while, nobody else did its work meanwhile, and refusing would make it drop
+   * work it still alone owns. The token check is the fence; expiry only lets others take over.
+   */
   async heartbeat(name: string, token: string, ttlMs: number, now: number): Promise<boolean> {
-    const n = await this.db('leases')
-      .where({ name, token })
-      .andWhere('expires_at', '>', iso(now))
-      .update({ heartbeat_at: iso(now), expires_at: iso(now + ttlMs) });
+    const n = await this.db('leases').where({ name, token }).update({ heartbeat_at: iso(now), expires_at: iso(now + ttlMs) });
     return affected(n) === 1;
   }
 
