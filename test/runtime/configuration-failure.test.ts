@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, sqlite, type Engine, type PlatformEvent, type Pipeline, type RuntimeOptions } from '@ferry/core';
-import { MemoryHub, memoryConnector, eventually, VirtualClock } from '@ferry/testing';
+import { postgres } from '@ferry/postgres';
+import { MemoryHub, memoryConnector, eventually, getSharedTestPostgres, VirtualClock } from '@ferry/testing';
+import pg from 'pg';
 
 const WS = 'default';
 const MINUTE = 60_000;
@@ -20,7 +22,7 @@ describe('a non-retryable configuration failure', () => {
     await Promise.all(engines.splice(0).map((e) => e.stop()));
   });
 
-  async function setup(runtime: Partial<RuntimeOptions> = {}) {
+  async function setup(runtime: Partial<RuntimeOptions> = {}, destination: { type: string; config: Record<string, unknown> } = { type: 'memory', config: { name: 'out' } }) {
     const clock = new VirtualClock(undefined, { settleRealMs: 1 });
     const hub = new MemoryHub({ clock });
     const filename = join(mkdtempSync(join(tmpdir(), 'ferry-config-failure-')), 'ferry.db');
@@ -28,7 +30,9 @@ describe('a non-retryable configuration failure', () => {
       storage: sqlite({ filename }),
       clock,
       secretKey: generateSecretKey(),
-      plugins: [memoryConnector(hub)],
+      plugins: [memoryConnector(hub), postgres()],
+      // The test Postgres listens on loopback, which the outbound policy refuses unless named.
+      outboundAllow: ['127.0.0.1'],
       runtime: { leaseTtlMs: 30 * MINUTE, pollIntervalMs: MINUTE, ...runtime },
     });
     const heard: PlatformEvent[] = [];
@@ -38,8 +42,8 @@ describe('a non-retryable configuration failure', () => {
     for (let i = 0; i < 10; i++) hub.stream('in').push({ type: 'order.created', payload: { n: i } });
     const pipeline = async (schedule: string | null): Promise<Pipeline> => {
       const source = await engine.connectors.create(WS, { type: 'memory', direction: 'source', config: { name: 'in' } });
-      const destination = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
-      return engine.pipelines.create(WS, { name: 'p', source_connector_id: source.id, destination_connector_id: destination.id, schedule, batch_size: 100, flush_interval_ms: 1000, activate: true });
+      const sink = await engine.connectors.create(WS, { ...destination, direction: 'destination' });
+      return engine.pipelines.create(WS, { name: 'p', source_connector_id: source.id, destination_connector_id: sink.id, schedule, batch_size: 100, flush_interval_ms: 1000, activate: true });
     };
     const of = (type: string) => heard.filter((e) => e.type === type);
     return { clock, hub, engine, heard, of, pipeline };
@@ -121,5 +125,34 @@ describe('a non-retryable configuration failure', () => {
     expect(h.of('pipeline.failed').map((e) => e.data.error)).toEqual(['auth_failed']);
     await eventually(h.clock, async () => (await h.engine.connectors.get(WS, p.destination_connector_id)).health === 'down');
     expect(h.of('connector.health_changed').map((e) => e.data.health)).toEqual(['down']);
+  });
+
+  it('with a real postgres destination whose id is bigint: the check is down, the run fails with configuration_invalid, nothing is dead-lettered', async () => {
+    const url = await (await getSharedTestPostgres()).createDatabase('config_failure');
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    try {
+      await db.query(`CREATE TABLE events (id bigint PRIMARY KEY, type text, occurred_at timestamptz, payload jsonb)`);
+      const h = await setup({}, { type: 'postgres', config: { connection_string: url, table: 'events' } });
+      const p = await h.pipeline('0 * * * *');
+      const check = await h.engine.connectors.check(WS, p.destination_connector_id);
+      expect(check).toMatchObject({ health: 'down', error: { code: 'configuration_invalid' } });
+      expect(check.error!.message).toContain('"id" is bigint');
+
+      await eventually(h.clock, async () => (await h.engine.pipelines.listRuns(WS, p.id)).data[0]?.status === 'failed', MINUTE);
+      const [run] = (await h.engine.pipelines.listRuns(WS, p.id)).data;
+      expect(run).toMatchObject({ status: 'failed', error: 'configuration_invalid', events_written: 0, events_dead_lettered: 0 });
+      expect(h.of('pipeline.failed').map((e) => e.data.error)).toEqual(['configuration_invalid']);
+      expect(h.of('event.dead_lettered')).toHaveLength(0);
+      expect((await h.engine.events.list(WS, p.id, {})).data).toHaveLength(0);
+
+      // Fixed: the next run delivers every event.
+      await db.query(`ALTER TABLE events ALTER COLUMN id TYPE text`);
+      await h.engine.pipelines.triggerRun(WS, p.id);
+      await eventually(h.clock, async () => (await h.engine.pipelines.listRuns(WS, p.id)).data[1]?.status === 'succeeded');
+      expect((await db.query(`SELECT count(*)::int AS n FROM events`)).rows[0].n).toBe(10);
+    } finally {
+      await db.end();
+    }
   });
 });
