@@ -20,8 +20,10 @@ interface Executing {
  * and executed only under the pipeline's lease, the same one a streaming consumer holds.
  *
  * A run reads from the checkpoint until the source is caught up, then ends `succeeded`
- * (`pipeline.completed`). An outage longer than the retry budget ends it `failed` with a reason
- * code (`pipeline.failed`), the checkpoint where the last committed batch left it. A pause or a
+ * (`pipeline.completed`). An outage longer than the retry budget, or a failure no retry fixes
+ * (at once: a misconfigured connector is `configuration_invalid`, see {@link FlowError.reason}),
+ * ends it `failed` with a reason code (`pipeline.failed`), the checkpoint where the last
+ * committed batch left it. A pause or a
  * deletion ends it after the batch in flight; an engine shutdown hands it back to the queue.
  */
 export class RunExecutor {
