@@ -136,3 +136,24 @@ it('a write waiting for the lock goes through as soon as the other process lets 
   expect([waiting.state, single.state]).toEqual(['fulfilled', 'fulfilled']);
   expect((await storage.repos.workspaces.list()).map((w) => w.id)).toEqual(['default', 'ws_single', 'ws_waited']);
 });
+
+it("recording an API key's last use never waits for the lock: it is skipped while another process holds it", async () => {
+  const clock = new VirtualClock();
+  const storage = await open(clock);
+  await storage.repos.apiKeys.insert({
+    id: 'key_1', key_id: 'k1', workspace_id: 'default', name: null, scopes: ['read'], secret_hash: 'h', last4: 'abcd',
+    rate_limit: null, created_at: T0, last_used_at: null, revoked_at: null,
+  });
+  const holder = await holdLock(filenameOf(storage));
+  const waiting = track(storage.repos.workspaces.create('ws_waiting', T0));
+  // Authentication's lookup and its bookkeeping write both complete while the write above waits.
+  expect((await storage.repos.apiKeys.getByKeyId('k1'))?.last_used_at).toBeNull();
+  await storage.repos.apiKeys.touch('key_1', '2026-01-01T00:01:00.000Z');
+  expect((await storage.repos.apiKeys.getByKeyId('k1'))?.last_used_at).toBeNull();
+  expect(waiting.state).toBe('pending');
+  await holder.release();
+  await storage.repos.apiKeys.touch('key_1', '2026-01-01T00:02:00.000Z');
+  expect((await storage.repos.apiKeys.getByKeyId('k1'))?.last_used_at).toBe('2026-01-01T00:02:00.000Z');
+  await advanceUntil(clock, () => waiting.state !== 'pending');
+  expect(waiting.state).toBe('fulfilled');
+});

@@ -60,7 +60,7 @@ export async function inSqliteTransaction(db: Db, work: (conn: Preparing<SqliteS
 interface ReadableConnection {
   readonly open: boolean;
   readonly inTransaction: boolean;
-  prepare(sql: string): { get(...params: unknown[]): unknown; all(...params: unknown[]): unknown[] };
+  prepare(sql: string): { get(...params: unknown[]): unknown; all(...params: unknown[]): unknown[]; run(...params: unknown[]): unknown };
 }
 
 /**
@@ -103,6 +103,17 @@ export class SqliteIdleReader {
     const statement = this.statement(sql);
     if (!statement) return undefined;
     return busyAsUndefined(() => (statement.get(...params) as Record<string, unknown> | undefined) ?? null);
+  }
+
+  /**
+   * Runs a write that may be skipped (bookkeeping such as a key's last use) once, without waiting
+   * for the write lock: true when it ran, false when another process holds the lock, `undefined`
+   * when the direct path is not available now (the caller then goes through knex).
+   */
+  tryWrite(sql: string, params: readonly unknown[]): boolean | undefined {
+    const statement = this.statement(sql);
+    if (!statement) return undefined;
+    return busyAsUndefined(() => (statement.run(...params), true)) ?? false;
   }
 
   /** Every row, or `undefined` when the direct path is not available now. */

@@ -60,8 +60,12 @@ export class ApiKeysRepo {
     return affected(await this.db('api_keys').where({ workspace_id: workspaceId, id }).whereNull('revoked_at').update({ revoked_at: now })) === 1;
   }
 
-  /** Records when the key was last used. */
+  /**
+   * Records when the key was last used. On SQLite it is skipped while another process holds the
+   * write lock (a later request records it): authenticating a read must not wait for a lock.
+   */
   async touch(id: string, now: string): Promise<void> {
+    if (this.idle?.tryWrite('update api_keys set last_used_at = ? where id = ?', [now, id]) !== undefined) return;
     await this.db('api_keys').where({ id }).update({ last_used_at: now });
   }
 }
