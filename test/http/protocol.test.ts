@@ -78,12 +78,16 @@ describeMatrix('protocol', (ctx) => {
     expectProblem(await ctx.api.request('GET', '/v2/nope', { key: null }), 404, 'not_found');
   });
 
-  it('U+0000 is refused in any body string (400 invalid_character) and names nothing in a path (404)', async () => {
+  it('U+0000 is refused in any body string and in a path (400 invalid_character)', async () => {
     const res = await ctx.api.request('POST', '/v2/connectors', { body: { type: 'webhook', direction: 'source', name: 'a\u0000b', config: { headers: { 'x-a': 'b\u0000' } } } });
-    expectProblem(res, 400, 'validation_failed');
+    expectProblem(res, 400, 'invalid_character');
     expectFieldError(res, '/name', 'invalid_character');
-    expectProblem(await ctx.api.request('GET', '/v2/pipelines/pip_%00'), 404, 'not_found');
-    expectProblem(await ctx.api.request('DELETE', '/v2/connectors/%00'), 404, 'not_found');
+    expectFieldError(res, '/config/headers/x-a', 'invalid_character');
+    const mixed = await ctx.api.request('POST', '/v2/connectors', { body: { type: 'webhook', direction: 'sideways', name: 'a\u0000b', config: {} } });
+    expectProblem(mixed, 400, 'validation_failed');
+    expectFieldError(mixed, '/name', 'invalid_character');
+    expectProblem(await ctx.api.request('GET', '/v2/pipelines/pip_%00'), 400, 'invalid_character');
+    expectProblem(await ctx.api.request('DELETE', '/v2/connectors/%00'), 400, 'invalid_character');
   });
 
   it('a known path with another method is 405 method_not_allowed with Allow', async () => {

@@ -7,6 +7,7 @@ export const ERROR_STATUS = {
   malformed_json: 400,
   invalid_cursor: 400,
   unsafe_pattern: 400,
+  invalid_character: 400,
   unauthenticated: 401,
   forbidden: 403,
   not_found: 404,
@@ -85,8 +86,22 @@ export class FerryError extends Error {
   }
 }
 
-/** Shorthand for a `validation_failed` error carrying field errors. */
+/**
+ * Field codes that become the error's own code when every problem of a request has that one
+ * code: a client can tell a refused character or an unsafe pattern from an ordinary mistake.
+ * With other problems besides, the request is simply `validation_failed`, listing them all.
+ */
+const PROMOTED_FIELD_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['invalid_character', 'unsafe_pattern']);
+
+/**
+ * Shorthand for a `validation_failed` error carrying field errors, or for `invalid_character` /
+ * `unsafe_pattern` when every field error has that code.
+ */
 export function validationError(errors: FieldError[], message = 'The request is not valid.'): FerryError {
+  const first = errors[0]?.code as ErrorCode | undefined;
+  if (first !== undefined && PROMOTED_FIELD_CODES.has(first) && errors.every((e) => e.code === first)) {
+    return new FerryError(first, errors.length === 1 ? errors[0]!.detail : message, { errors });
+  }
   return new FerryError('validation_failed', message, { errors });
 }
 

@@ -1,7 +1,7 @@
 import { Kind, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
-import { validationError, type FieldError } from './errors.js';
+import { validationError, type FerryError, type FieldError } from './errors.js';
 
 const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
 
@@ -84,7 +84,7 @@ function describe(error: ValueError, code: string): string {
 export function schemaErrors(schema: TSchema, value: unknown, options: SchemaErrorOptions = {}): FieldError[] {
   const check = compile(schema);
   const prefix = options.prefix ?? '';
-  if (check.Check(value)) return nulErrors(value, prefix, []);
+  if (check.Check(value)) return characterErrors(value, prefix, []);
   const seen = new Set<string>();
   const out: FieldError[] = [];
   for (const error of check.Errors(value)) {
@@ -99,27 +99,49 @@ export function schemaErrors(schema: TSchema, value: unknown, options: SchemaErr
     seen.add(pointer);
     out.push({ pointer, code, detail: describe(error, code) });
   }
-  return nulErrors(value, prefix, out);
+  return characterErrors(value, prefix, out);
 }
 
-const NUL_DETAIL = 'Text cannot contain the NUL character (U+0000).';
+// A lone surrogate: a high one not followed by a low one, or a low one not preceded by a high one.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
- * Adds an `invalid_character` error for every string (or object key) holding U+0000. Postgres
- * text and jsonb cannot store it, so it is refused on every storage alike: an application must
- * not work on SQLite and then fail on Postgres. Appends to `out` (skipping pointers already
- * reported) and returns it.
+ * True when `text` holds U+0000 or a lone UTF-16 surrogate. Neither survives storage: Postgres
+ * text and jsonb cannot hold U+0000, and a lone surrogate has no UTF-8 form, so each storage
+ * would keep a different replacement (three distinct names could become one). They are refused
+ * wherever a string enters the engine, on every storage alike.
  */
-function nulErrors(value: unknown, pointer: string, out: FieldError[]): FieldError[] {
+export function hasInvalidCharacter(text: string): boolean {
+  return text.includes('\u0000') || LONE_SURROGATE.test(text);
+}
+
+const INVALID_CHARACTER_DETAIL = 'Text cannot contain the NUL character (U+0000) or a lone UTF-16 surrogate.';
+
+/** The `invalid_character` error of one string the engine received, at `pointer`. */
+export function invalidCharacterError(pointer: string): FerryError {
+  return validationError([{ pointer, code: 'invalid_character', detail: INVALID_CHARACTER_DETAIL }]);
+}
+
+/** Throws {@link invalidCharacterError} when `text` is set and holds a character no storage keeps. */
+export function assertText(text: string | undefined, pointer: string): void {
+  if (text !== undefined && hasInvalidCharacter(text)) throw invalidCharacterError(pointer);
+}
+
+/**
+ * Adds an `invalid_character` error for every string (or object key) that
+ * {@link hasInvalidCharacter} refuses: an application must not work on SQLite and then fail on
+ * Postgres. Appends to `out` (skipping pointers already reported) and returns it.
+ */
+function characterErrors(value: unknown, pointer: string, out: FieldError[]): FieldError[] {
   if (typeof value === 'string') {
-    if (value.includes('\u0000') && !out.some((e) => e.pointer === pointer)) out.push({ pointer, code: 'invalid_character', detail: NUL_DETAIL });
+    if (hasInvalidCharacter(value) && !out.some((e) => e.pointer === pointer)) out.push({ pointer, code: 'invalid_character', detail: INVALID_CHARACTER_DETAIL });
   } else if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) nulErrors(value[i], `${pointer}/${i}`, out);
+    for (let i = 0; i < value.length; i++) characterErrors(value[i], `${pointer}/${i}`, out);
   } else if (value !== null && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) {
       const child = `${pointer}/${pointerToken(key)}`;
-      if (key.includes('\u0000') && !out.some((e) => e.pointer === child)) out.push({ pointer: child, code: 'invalid_character', detail: NUL_DETAIL });
-      else nulErrors(item, child, out);
+      if (hasInvalidCharacter(key) && !out.some((e) => e.pointer === child)) out.push({ pointer: child, code: 'invalid_character', detail: INVALID_CHARACTER_DETAIL });
+      else characterErrors(item, child, out);
     }
   }
   return out;

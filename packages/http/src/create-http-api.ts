@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { isFerryError, pointerToken, scopeAllows, type AuthContext, type Engine, type FieldError } from '@ferry/core';
+import { hasInvalidCharacter, isFerryError, pointerToken, scopeAllows, type AuthContext, type Engine, type FieldError } from '@ferry/core';
 import { assertIdempotencyKey, requestHash, withIdempotency } from './idempotency.js';
 import { buildOpenApi } from './openapi.js';
+import { requestIdOf } from './outside-dispatch.js';
 import { HttpProblem, JSON_CONTENT_TYPE, problemResponse } from './problem.js';
 import { parseQuery } from './query.js';
 import { RateLimiter, rateLimitHeaders } from './rate-limiter.js';
@@ -16,12 +16,36 @@ const DEFAULT_RATE_LIMIT: RateLimitSettings = { requests: 600, perSeconds: 60 };
 const DEFAULT_INGEST_RATE_LIMIT: RateLimitSettings = { requests: 6000, perSeconds: 60 };
 /** Failed authentications allowed per client address: slows guessing keys down, costs honest clients nothing. */
 const AUTH_FAILURE_LIMIT: RateLimitSettings = { requests: 60, perSeconds: 60 };
-const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
 
 /** What dispatch learnt about a request, for the access log. */
 interface Trace {
   route: string;
   auth?: AuthContext;
+}
+
+const INVALID_CHARACTER = 'cannot contain the NUL character (U+0000) or a lone UTF-16 surrogate';
+
+/**
+ * Refuses a path segment that decodes to, or a header that holds, a character no storage keeps
+ * (400 `invalid_character`): Postgres refuses U+0000 outright, and would answer an id or a
+ * filter holding one with an error instead of a 404 or an empty list. Query strings and bodies
+ * are checked where they are read, with a pointer to each offending field.
+ */
+function assertCharacters(request: HttpRequest, path: string): void {
+  for (const segment of path.split('/')) {
+    if (!segment.includes('%')) continue;
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(segment);
+    } catch {
+      continue; // a malformed percent-encoding names nothing: the route lookup answers 404
+    }
+    if (hasInvalidCharacter(decoded)) throw new HttpProblem('invalid_character', `The path ${INVALID_CHARACTER}.`);
+  }
+  for (const [name, value] of Object.entries(request.headers)) {
+    const values = Array.isArray(value) ? value : [value];
+    if (values.some((v) => typeof v === 'string' && hasInvalidCharacter(v))) throw new HttpProblem('invalid_character', `The ${name} header ${INVALID_CHARACTER}.`);
+  }
 }
 
 /**
@@ -129,6 +153,7 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
     const path = q < 0 ? url : url.slice(0, q);
     const search = q < 0 ? '' : url.slice(q + 1);
     const method = request.method.toUpperCase();
+    assertCharacters(request, path);
     const match = matchRoute(compiled, method, path);
     if (match.kind !== 'found') {
       // No key is looked at for a request that names no operation: the client address pays.
@@ -190,8 +215,7 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
 
   async function dispatch(request: HttpRequest): Promise<HttpResponse> {
     const started = performance.now();
-    const given = header(request.headers, 'x-request-id');
-    const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
+    const requestId = requestIdOf(request.headers);
     const headers: Record<string, string> = {};
     const trace: Trace = { route: request.url.split('?')[0]!.split('/').slice(0, 3).join('/') };
     let response: HttpResponse;
@@ -201,6 +225,9 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
       response = answerError(error, requestId, trace);
     }
     response.headers = { ...headers, ...response.headers, 'x-request-id': requestId, 'cache-control': 'no-store' };
+    // A body refused before it was read to the end leaves the rest of it on the wire: the
+    // connection cannot carry another request, and an endless chunked body must not hold it.
+    if (response.status === 413) response.headers.connection = 'close';
     if (options.onRequest) {
       try {
         const code = response.status >= 400 && response.body ? (JSON.parse(response.body) as { code?: string }).code : undefined;

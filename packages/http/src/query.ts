@@ -1,4 +1,4 @@
-import { MAX_LIMIT, pointerToken, type FieldError } from '@ferry/core';
+import { hasInvalidCharacter, MAX_LIMIT, pointerToken, type FieldError } from '@ferry/core';
 import { HttpProblem } from './problem.js';
 import type { QueryParam } from './route.js';
 
@@ -19,6 +19,12 @@ export function parseQuery(search: string, spec: Record<string, QueryParam> | un
   for (const [name, value] of new URLSearchParams(search)) {
     const param = spec && Object.hasOwn(spec, name) ? spec[name] : undefined;
     const pointer = `/${pointerToken(name)}`;
+    // `%00` decodes to U+0000, which no storage keeps (Postgres refuses it outright).
+    if (hasInvalidCharacter(name) || hasInvalidCharacter(value)) {
+      errors.push({ pointer, code: 'invalid_character', detail: 'Text cannot contain the NUL character (U+0000) or a lone UTF-16 surrogate.' });
+      seen.add(name);
+      continue;
+    }
     if (!param) {
       if (!seen.has(name)) errors.push({ pointer, code: 'unknown_field', detail: 'This query parameter is not allowed here.' });
       seen.add(name);
@@ -48,6 +54,9 @@ export function parseQuery(search: string, spec: Record<string, QueryParam> | un
         out[name] = value;
     }
   }
-  if (errors.length > 0) throw new HttpProblem('validation_failed', 'The query string is not valid.', { errors });
+  if (errors.length > 0) {
+    const code = errors.every((e) => e.code === 'invalid_character') ? 'invalid_character' : 'validation_failed';
+    throw new HttpProblem(code, 'The query string is not valid.', { errors });
+  }
   return out;
 }

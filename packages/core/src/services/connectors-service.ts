@@ -10,7 +10,7 @@ import type { RegisteredConnector } from '../plugin/registry.js';
 import { REDACTED } from '../plugin/secret.js';
 import { inputSchemas, readOnlyFields } from '../schemas.js';
 import type { ConnectorRow } from '../storage/repositories/connectors-repo.js';
-import { assertSchema, pointerToken, schemaErrors } from '../validation.js';
+import { assertSchema, assertText, pointerToken, schemaErrors } from '../validation.js';
 import { Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { PipelineLifecycleHooks } from './pipelines-service.js';
@@ -123,6 +123,7 @@ export class ConnectorsService {
   /** Lists connectors, optionally of one type. */
   async list(workspaceId: string, params: PageParams & { type?: string } = {}): Promise<Page<Connector>> {
     const repos = reader(this.ctx);
+    assertText(params.type, '/type');
     const filters = { type: params.type };
     return paginate(
       this.ctx.cursors,

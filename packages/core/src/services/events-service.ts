@@ -4,7 +4,7 @@ import { FerryError, notFound, validationError, type FieldError } from '../error
 import { paginate } from '../pagination.js';
 import { inputSchemas, TimestampSchema } from '../schemas.js';
 import type { EventRow } from '../storage/repositories/events-repo.js';
-import { assertSchema, compile } from '../validation.js';
+import { assertSchema, assertText, compile } from '../validation.js';
 
 const EVENT_STATUSES: readonly EventStatus[] = ['delivered', 'filtered', 'dead_lettered', 'replaying'];
 
@@ -37,6 +37,7 @@ export class EventsService {
   /** Lists a pipeline's events by `(occurred_at, id)`; `next_cursor` is kept for tailing. */
   async list(workspaceId: string, pipelineId: string, params: ListEventsParams = {}): Promise<Page<EventRecord>> {
     const repos = reader(this.ctx);
+    assertText(params.type, '/type');
     const errors: FieldError[] = [];
     if (params.status !== undefined && !EVENT_STATUSES.includes(params.status)) {
       errors.push({ pointer: '/status', code: 'enum', detail: `status is one of ${EVENT_STATUSES.join(', ')}.` });

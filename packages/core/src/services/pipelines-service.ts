@@ -9,7 +9,7 @@ import type { Repositories } from '../storage/ferry-storage.js';
 import { isUniqueViolation } from '../storage/sql-helpers.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
 import type { NewRun, RunRow } from '../storage/repositories/runs-repo.js';
-import { schemaErrors } from '../validation.js';
+import { assertText, schemaErrors } from '../validation.js';
 import type { TSchema } from '@sinclair/typebox';
 
 /** The result of deleting a pipeline: gone at once, or `deleting` until in-flight runs finish. */
@@ -98,6 +98,7 @@ export class PipelinesService {
       throw validationError([{ pointer: '/state', code: 'enum', detail: `state is one of ${PIPELINE_STATES.join(', ')}.` }]);
     }
     const repos = reader(this.ctx);
+    assertText(params.name, '/name');
     const filters = { state: params.state, name: params.name };
     return paginate(
       this.ctx.cursors,
@@ -286,13 +287,7 @@ export class PipelinesService {
       const seen = new Set(errors.map((e) => e.pointer));
       errors.push(...this.transformErrors(steps).filter((e) => !seen.has(e.pointer)));
     }
-    if (errors.length === 0) return;
-    // A pattern refused for safety is its own code, so a client can tell it from a typo; with
-    // other problems besides, the request is simply invalid and every problem is listed.
-    if (errors.every((e) => e.code === 'unsafe_pattern')) {
-      throw new FerryError('unsafe_pattern', 'A filter pattern uses syntax a linear-time matcher does not support.', { errors });
-    }
-    throw validationError(errors);
+    if (errors.length > 0) throw validationError(errors);
   }
 
   private transformErrors(steps: readonly unknown[]): FieldError[] {
