@@ -7,7 +7,9 @@
  * Bodies are drawn from three families so the generator reaches past the first validation layer:
  * arbitrary text (mostly not JSON), arbitrary JSON values, and objects built from the API's own
  * field names with arbitrary values (deep nesting, NUL characters, huge numbers, lone
- * surrogates), which is where type confusion in the services would show. Fastify on SQLite takes
+ * surrogates), which is where type confusion in the services would show. Paths and query strings
+ * carry raw percent-escapes (NUL, lone surrogates in CESU-8, truncated and invalid escapes), and
+ * now and then a header block over Node's limit arrives (431 before any route). Fastify on SQLite takes
  * the bulk; Express and Postgres run fewer cases, since they share the dispatch and differ in
  * what they translate (Express) and what the database refuses (Postgres: NUL in text).
  */
@@ -54,9 +56,22 @@ const bodyArb = fc.oneof(
   fc.nat({ max: 100 }).map((depth) => '['.repeat(depth + 10) + ']'.repeat(depth + 10)),
 );
 
+/** Percent-encodings as sent on the wire, not as encodeURIComponent would write them: NUL, a lone surrogate in CESU-8, truncated and invalid escapes. */
+const RAW_ESCAPES = ['%00', 'a%00b', '%ED%A0%80', '%ED%BF%BF', '%E0%A4%A', '%', '%zz', '%C0%80', '%F4%90%80%80'] as const;
 const queryArb = fc
-  .array(fc.tuple(fc.oneof(fc.constantFrom(...QUERY_NAMES), fc.string({ maxLength: 8 })), fc.oneof(fc.string({ maxLength: 40 }), fc.integer().map(String), fc.constantFrom('0', '-1', '1.5', '101', '1e3', 'null'))), { maxLength: 3 })
-  .map((pairs) => pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&'));
+  .array(
+    fc.tuple(
+      fc.oneof(fc.constantFrom(...QUERY_NAMES).map(encodeURIComponent), fc.string({ maxLength: 8 }).map(encodeURIComponent), fc.constantFrom(...RAW_ESCAPES)),
+      fc.oneof(
+        fc.string({ maxLength: 40 }).map(encodeURIComponent),
+        fc.integer().map(String),
+        fc.constantFrom('0', '-1', '1.5', '101', '1e3', 'null'),
+        fc.constantFrom(...RAW_ESCAPES),
+      ),
+    ),
+    { maxLength: 3 },
+  )
+  .map((pairs) => pairs.map(([k, v]) => `${k}=${v}`).join('&'));
 
 interface Ids {
   readonly [param: string]: readonly string[];
@@ -112,7 +127,7 @@ describe.each(CELLS)('generated requests never get a 5xx [$adapter, $storage]', 
     const idArb = (param: string) =>
       fc.oneof(
         { weight: 3, arbitrary: fc.constantFrom(...(ids[param] ?? ids.id!)) },
-        { weight: 1, arbitrary: fc.constantFrom(ghostId('pip'), ghostId('con'), ghostId('whk'), ghostId('evt'), ghostId('dlv'), 'x', '..', '%00', 'pip_') },
+        { weight: 1, arbitrary: fc.constantFrom(ghostId('pip'), ghostId('con'), ghostId('whk'), ghostId('evt'), ghostId('dlv'), 'x', '..', 'pip_', ...RAW_ESCAPES) },
         { weight: 1, arbitrary: fc.string({ minLength: 1, maxLength: 40 }).map(encodeURIComponent) },
       );
     const request = fc
@@ -124,6 +139,8 @@ describe.each(CELLS)('generated requests never get a 5xx [$adapter, $storage]', 
         contentType: fc.oneof(fc.constantFrom(...CONTENT_TYPES), fc.constant(undefined), fc.string({ maxLength: 30 })),
         idempotencyKey: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.string({ minLength: 0, maxLength: 300 }) }),
         method: fc.oneof({ weight: 9, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constantFrom('GET', 'POST', 'PATCH', 'DELETE', 'PUT') }),
+        // Now and then a header block over Node's 16 KiB limit: 431 from the parser, before any route.
+        bigHeader: fc.oneof({ weight: 19, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 16 * 1024, max: 40 * 1024 }) }),
       })
       .chain((r) => {
         const params = [...r.route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
@@ -140,6 +157,7 @@ describe.each(CELLS)('generated requests never get a 5xx [$adapter, $storage]', 
         const headers: Record<string, string> = {};
         if (r.contentType !== undefined && r.body !== undefined) headers['content-type'] = r.contentType.replace(/[^\t\x20-\x7e]/g, '');
         if (r.idempotencyKey !== undefined) headers['idempotency-key'] = r.idempotencyKey.replace(/[^\t\x20-\x7e]/g, '');
+        if (r.bigHeader > 0) headers['x-padding'] = 'p'.repeat(r.bigHeader);
         const res = await api.request(method, path, { ...(r.body !== undefined && method !== 'GET' ? { raw: r.body } : {}), headers });
         expectWellFormed(res, `${method} ${path} ${r.body?.slice(0, 200) ?? ''}`);
         seen++;

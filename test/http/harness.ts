@@ -27,8 +27,8 @@ import {
   type Logger,
   type StorageConfig,
 } from '@ferry/core';
-import { ferryRouter } from '@ferry/express';
-import { ferryPlugin } from '@ferry/fastify';
+import { answerClientError, ferryRouter } from '@ferry/express';
+import { ferryPlugin, ferryServerOptions } from '@ferry/fastify';
 import type { HttpApiOptions } from '@ferry/http';
 import { getSharedTestPostgres, listenLoopback, VirtualClock } from '@ferry/testing';
 
@@ -66,6 +66,8 @@ export interface StartApiOptions {
   storageConfig?: StorageConfig;
   /** The engine's logger; default silent. */
   logger?: Logger;
+  /** The engine's `outboundAllow`; default none (connectors at the loopback test servers need `['127.0.0.1']`). */
+  outboundAllow?: readonly string[];
 }
 
 /** Options of one {@link TestApi.request}. */
@@ -170,10 +172,11 @@ async function listen(adapter: AdapterName, engine: Engine, httpOptions: HttpApi
   if (adapter === 'express') {
     const app = express();
     app.use(ferryRouter(engine, httpOptions));
-    const server = await listenLoopback(app);
+    // As a host does: what Node's parser refuses is answered as problem+json too.
+    const server = await listenLoopback(app, (s) => s.on('clientError', answerClientError));
     return { url: server.url, stop: () => server.close() };
   }
-  const app: FastifyInstance = Fastify({ logger: false });
+  const app: FastifyInstance = Fastify({ logger: false, ...ferryServerOptions });
   await app.register(ferryPlugin, { engine, ...httpOptions });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
@@ -202,6 +205,7 @@ export async function startApi(options: StartApiOptions): Promise<TestApi> {
     clock,
     plugins: options.plugins ?? testPlugins(),
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.outboundAllow ? { outboundAllow: options.outboundAllow } : {}),
   });
   await engine.start();
   let server: { url: string; stop: () => Promise<void> };
@@ -275,6 +279,8 @@ export interface MatrixContext {
 export interface MatrixOptions {
   httpOptions?: HttpApiOptions;
   plugins?: readonly FerryPlugin[];
+  /** The engine's `outboundAllow` (see {@link StartApiOptions.outboundAllow}). */
+  outboundAllow?: readonly string[];
 }
 
 /**
@@ -296,7 +302,7 @@ export function describeMatrix(name: string, fn: (ctx: MatrixContext) => void, o
     let api: TestApi | undefined;
     const clock = new VirtualClock(CLOCK_START_MS);
     beforeAll(async () => {
-      api = await startApi({ adapter, storage, clock, ...(options.httpOptions ? { httpOptions: options.httpOptions } : {}), ...(options.plugins ? { plugins: options.plugins } : {}) });
+      api = await startApi({ adapter, storage, clock, ...(options.httpOptions ? { httpOptions: options.httpOptions } : {}), ...(options.plugins ? { plugins: options.plugins } : {}), ...(options.outboundAllow ? { outboundAllow: options.outboundAllow } : {}) });
     });
     afterAll(async () => {
       await api?.close();

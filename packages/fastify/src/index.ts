@@ -4,5 +4,6 @@
  * @packageDocumentation
  */
 export { ferryPlugin, type FerryPluginOptions } from './ferry-plugin.js';
+export { ferryFrameworkErrors, ferryServerOptions } from './server-options.js';
 export { webhookReceiver, WEBHOOK_BODY_LIMIT, type VerifiedWebhook, type WebhookReceiverOptions, type WebhookSecrets } from './webhook-receiver.js';
 export type { HttpApiOptions } from '@ferry/http';

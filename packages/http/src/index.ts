@@ -7,6 +7,7 @@
  * @packageDocumentation
  */
 export { createHttpApi } from './create-http-api.js';
+export { answerClientError, standaloneProblem } from './outside-dispatch.js';
 export { problemResponse } from './problem.js';
 export {
   readLimitedBody,

@@ -11,7 +11,10 @@ export const JSON_CONTENT_TYPE = 'application/json';
  * problems that exist only over HTTP.
  */
 export const HTTP_ERROR_STATUS = {
+  malformed_request: 400,
   method_not_allowed: 405,
+  request_timeout: 408,
+  headers_too_large: 431,
 } as const;
 
 /** Any code a problem answer can carry. */
@@ -23,11 +26,13 @@ const TITLES: Record<number, string> = {
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  408: 'Request Timeout',
   409: 'Conflict',
   413: 'Content Too Large',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
   429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
 };

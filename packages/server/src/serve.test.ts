@@ -93,6 +93,27 @@ describe('ferry serve (in process)', () => {
       request_id: res.headers.get('x-request-id'),
     });
   });
+
+  it('answers what Fastify and Node would answer themselves as problem+json with X-Request-Id', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-server-'));
+    server = await startServer(parseServeSettings(['--port', '0', '--database', join(dir, 'f.db'), '--log-level', 'silent'], {}));
+    const problem = async (res: Response, status: number, code: string) => {
+      expect(res.status).toBe(status);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      const body = (await res.json()) as { code: string; request_id: string };
+      expect(body.code).toBe(code);
+      expect(body.request_id).toBe(res.headers.get('x-request-id'));
+    };
+    // A path outside the API, with its request id echoed.
+    const nope = await fetch(`${server.url}/nope`, { headers: { 'x-request-id': 'req-nope-1' } });
+    expect(nope.headers.get('x-request-id')).toBe('req-nope-1');
+    await problem(nope, 404, 'not_found');
+    await problem(await fetch(`${server.url}/healthz`, { method: 'POST' }), 404, 'not_found');
+    // A malformed percent-encoding, which Fastify's router refuses before any route.
+    await problem(await fetch(`${server.url}/v2/connectors/%E0%A4%A`), 404, 'not_found');
+    // A header block over Node's 16 KiB limit, refused by its parser.
+    await problem(await fetch(`${server.url}/healthz`, { headers: { 'x-big': 'a'.repeat(17 * 1024) } }), 431, 'headers_too_large');
+  });
 });
 
 describe('the ferry CLI (a real process)', () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createEngine, FerryError, postgres, sqlite, type Engine, type StorageConfig } from '@ferry/core';
-import { ferryPlugin } from '@ferry/fastify';
-import { problemResponse, type RequestLog } from '@ferry/http';
+import { ferryPlugin, ferryServerOptions } from '@ferry/fastify';
+import { problemResponse, standaloneProblem, type RequestLog } from '@ferry/http';
 import Fastify from 'fastify';
 import type { DestinationStream, Logger as PinoLogger } from 'pino';
 import { createLogger } from './logger.js';
@@ -59,7 +59,17 @@ export async function startServer(settings: ServerSettings, options: StartServer
   }
 
   const metrics = createMetrics(engine);
-  const app = Fastify({ logger: false });
+  // Every answer is problem+json with X-Request-Id, those Fastify and Node would write too.
+  const app = Fastify({ logger: false, ...ferryServerOptions });
+  app.setNotFoundHandler((request, reply) => {
+    const response = standaloneProblem('not_found', `There is no route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.`, request.headers);
+    return reply.code(response.status).headers(response.headers).send(Buffer.from(response.body ?? ''));
+  });
+  app.setErrorHandler((error, request, reply) => {
+    const response = standaloneProblem('internal', 'An internal error occurred; it has been logged with the request id.', request.headers);
+    logger.error({ err: error instanceof Error ? error.message : String(error), request_id: response.headers['x-request-id'], url: request.url.split('?')[0] }, 'request failed');
+    return reply.code(response.status).headers(response.headers).send(Buffer.from(response.body ?? ''));
+  });
   const onRequest = (entry: RequestLog) => {
     metrics.observe(entry);
     logger.info({ request_id: entry.requestId, method: entry.method, route: entry.route, status: entry.status, duration_ms: Math.round(entry.durationMs * 10) / 10, code: entry.code, workspace_id: entry.workspaceId }, 'request');

@@ -1,4 +1,4 @@
-import { createServer, type RequestListener } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 
 /** An HTTP server on 127.0.0.1 and a free port. */
@@ -11,7 +11,8 @@ export interface LoopbackServer {
 
 /**
  * Serves `listener` (an Express app, or any Node request handler) on 127.0.0.1 and a free port:
- * the loopback servers of tests and benchmarks, never reachable from elsewhere.
+ * the loopback servers of tests and benchmarks, never reachable from elsewhere. `configure`
+ * sees the server before it listens (to add a `clientError` listener, as a host would).
  *
  * @example
  * ```ts
@@ -20,8 +21,9 @@ export interface LoopbackServer {
  * await server.close();
  * ```
  */
-export async function listenLoopback(listener: RequestListener): Promise<LoopbackServer> {
+export async function listenLoopback(listener: RequestListener, configure?: (server: Server) => void): Promise<LoopbackServer> {
   const server = createServer(listener);
+  configure?.(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
