@@ -122,6 +122,16 @@ describe('mergeConfig', () => {
     expect(merged).toEqual({ ...current, host: 'b', ssl: { ca: 'CA', reject_unauthorized: false } });
   });
 
+  it('keeps __proto__ from a JSON patch as an own key, for the schema to refuse, never as a prototype', () => {
+    const patch = JSON.parse('{"__proto__":{"polluted":true},"ssl":{"__proto__":{"x":1}}}') as JsonObject;
+    const merged = mergeConfig(current, patch, paths);
+    expect(Object.getPrototypeOf(merged)).toBe(Object.prototype);
+    expect(Object.keys(merged)).toContain('__proto__');
+    expect(Object.getOwnPropertyDescriptor(merged, '__proto__')?.value).toEqual({ polluted: true });
+    expect(Object.keys(merged.ssl as object)).toContain('__proto__');
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
   it('removes a field patched with null, nested too', () => {
     const merged = mergeConfig(current, { port: null, ssl: { ca: null } }, paths);
     expect(merged).not.toHaveProperty('port');

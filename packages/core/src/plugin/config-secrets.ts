@@ -107,15 +107,23 @@ export function mergeConfig(current: JsonObject, patch: JsonObject, paths: reado
     const path = [...base, key];
     const isSecret = paths.some((p) => p.length === path.length && p.every((k, i) => k === path[i]));
     if (isSecret && value === REDACTED) continue;
+    // Own properties only: `__proto__` in a JSON body is an ordinary key, and must reach the
+    // schema (which refuses it as an unknown field) rather than set the object's prototype.
+    const existing = Object.hasOwn(out, key) ? out[key] : undefined;
     if (value === null) {
       delete out[key];
-    } else if (!isSecret && typeof value === 'object' && !Array.isArray(value) && typeof out[key] === 'object' && out[key] !== null && !Array.isArray(out[key])) {
-      out[key] = mergeConfig(out[key] as JsonObject, value, paths, path);
+    } else if (!isSecret && typeof value === 'object' && !Array.isArray(value) && typeof existing === 'object' && existing !== null && !Array.isArray(existing)) {
+      defineOwn(out, key, mergeConfig(existing, value, paths, path));
     } else {
-      out[key] = structuredClone(value);
+      defineOwn(out, key, structuredClone(value));
     }
   }
   return out;
+}
+
+/** Sets `key` as an own, enumerable property, whatever its name (`__proto__` included). */
+function defineOwn(target: JsonObject, key: string, value: JsonValue): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /** Every secret value of a config as a string, to scrub from error messages before they are stored. */
