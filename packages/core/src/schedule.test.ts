@@ -96,3 +96,23 @@ describe('nextFireAfter', () => {
     expect(fires).toEqual(['2026-03-01T00:30:00.000Z', '2026-03-01T06:30:00.000Z', '2026-03-01T12:30:00.000Z']);
   });
 });
+
+describe('assertSchedule: reasons in its own words', () => {
+  it('names the field at fault and what it takes', () => {
+    expect(expectInvalid('61 * * * *')).toBe('Invalid schedule "61 * * * *": the minute field "61" is not valid (it takes 0-59, `*`, lists, ranges and `/` steps).');
+    expect(expectInvalid('0 25 * * *')).toMatch(/the hour field "25" is not valid \(it takes 0-23/);
+    expect(expectInvalid('0 0 * 13 *')).toMatch(/the month field "13"/);
+    expect(expectInvalid('61 * * * * *')).toMatch(/the second field "61"/);
+    expect(expectInvalid('* * * * 8')).toMatch(/the day-of-week field "8"/);
+  });
+
+  it('says when a valid expression never fires', () => {
+    expect(expectInvalid('0 0 31 2 *')).toMatch(/it never fires/);
+  });
+
+  it('never quotes the cron library', () => {
+    for (const expression of ['a b c d e', '*/0 * * * *', '5-1 * * * *', '0 0 ? * *', '@daily']) {
+      expect(expectInvalid(expression)).not.toMatch(/Field|WARNING|Unknown alias|Invalid cron|luxon|sendAt/);
+    }
+  });
+});
