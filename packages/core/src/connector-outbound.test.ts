@@ -73,9 +73,17 @@ describe('ConnectorOutbound: hosts refused whatever DNS says', () => {
     'refuses %j',
     (host) => {
       expect(strict.hostProblem(host)).toMatch(/^The host is not allowed/);
-      expect(() => strict.assertHost(host, 5432)).toThrow(ConnectorError);
+      // At connect time a name is left to the lookup, which checks its addresses.
+      if (/localhost/i.test(host)) expect(() => strict.assertHost(host, 5432)).not.toThrow();
+      else expect(() => strict.assertHost(host, 5432)).toThrow(ConnectorError);
     },
   );
+
+  it('connect time: `localhost` is refused by what it resolves to, unless that is allowed', async () => {
+    const local = async () => [{ address: '127.0.0.1', family: 4 as const }];
+    await expect(createConnectorOutbound({ lookup: local }).resolve('localhost')).rejects.toMatchObject({ code: 'url_not_allowed' });
+    await expect(createConnectorOutbound({ lookup: local, allow: ['127.0.0.1'] }).resolve('localhost')).resolves.toEqual([{ address: '127.0.0.1', family: 4 }]);
+  });
 
   it.each(['db.example.com', '8.8.8.8', '2606:4700:4700::1111'])('lets %j through (names are checked when connecting)', (host) => {
     expect(strict.hostProblem(host)).toBeNull();

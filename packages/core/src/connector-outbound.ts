@@ -3,7 +3,7 @@ import * as https from 'node:https';
 import { isIP, Socket, type LookupFunction, type NetConnectOpts } from 'node:net';
 import * as tls from 'node:tls';
 import { guardedLookup, systemLookup, type OutboundLookup } from './outbound-client.js';
-import { hostRefusal, policyHost, urlRefusal } from './outbound-policy.js';
+import { canonicalHost, hostRefusal, policyHost, urlRefusal } from './outbound-policy.js';
 import { ConnectorError } from './plugin/connector-error.js';
 
 /** The code of every outbound policy refusal, in API answers, checks and connector errors. */
@@ -72,7 +72,13 @@ export interface ConnectorOutbound {
    * host), or null. For `validateConfig`.
    */
   urlProblem(url: string): string | null;
-  /** Throws the refusal when `host` is refused whatever it resolves to; `port` only words the message. */
+  /**
+   * The connect-time check of what Node connects to without a lookup: throws the refusal when
+   * `host` is a literal address the policy refuses (any spelling), empty, or a Unix socket path,
+   * unless allowed. A name passes: {@link ConnectorOutbound.lookup} checks what it resolves to
+   * (so `localhost` is refused there, unless its addresses are allowed). `port` only words the
+   * message.
+   */
   assertHost(host: string, port?: number): void;
   /** Throws the refusal when `url` is refused (see {@link ConnectorOutbound.urlProblem}); returns it parsed. */
   assertUrl(url: string): URL;
@@ -137,7 +143,11 @@ export function createConnectorOutbound(options: ConnectorOutboundOptions = {}):
     return why ? `The host is not allowed: ${why}.` : null;
   };
   const assertHost = (host: string, port?: number) => {
-    const why = hostProblem(host);
+    // A literal in any spelling is what Node would connect to without asking `lookup`; names
+    // (`localhost` included) are left to the lookup, which checks their addresses.
+    const canonical = canonicalHost(host);
+    const literal = canonical === '' || host.startsWith('/') || isIP(canonical) !== 0;
+    const why = literal ? hostProblem(host) : null;
     if (why) throw outboundRefusal(port === undefined ? why : why.replace('The host', `The host (port ${port})`));
   };
   // A socket that fails with `error` on the next tick, as a refused connection would: drivers
@@ -178,7 +188,7 @@ export function createConnectorOutbound(options: ConnectorOutboundOptions = {}):
     },
     async resolve(host: string) {
       assertHost(host);
-      const bare = policyHost(host);
+      const bare = canonicalHost(host);
       if (isIP(bare) !== 0) return [{ address: bare, family: isIP(bare) as 4 | 6 }];
       return new Promise<Array<{ address: string; family: 4 | 6 }>>((resolve, reject) => {
         lookup(bare, { all: true }, (error, addresses) => {
