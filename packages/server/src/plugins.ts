@@ -7,8 +7,11 @@ import { webhook } from '@ferry/webhook';
 import type { ServerSettings } from './settings.js';
 
 /**
- * The connector plugins `ferry serve` registers: `webhook`, `postgres`, `s3`, `kafka` and `snowflake`.
+ * The connector plugins `ferry serve` registers: `webhook`, `postgres`, `s3`, `kafka` and
+ * `snowflake`. None takes an allow list of its own: every connector applies the engine's
+ * outbound policy (`FERRY_OUTBOUND_ALLOW`, given to the engine once), which reaches plugins
+ * through their context. The parameter stays for callers that pass the settings.
  */
-export function serverPlugins(settings: Pick<ServerSettings, 'outboundAllow'>): FerryPlugin[] {
-  return [webhook({ allowHttp: settings.outboundAllow }), postgres(), s3(), kafka(), snowflake()];
+export function serverPlugins(_settings?: Pick<ServerSettings, 'outboundAllow'>): FerryPlugin[] {
+  return [webhook(), postgres(), s3(), kafka(), snowflake()];
 }

@@ -1,4 +1,17 @@
-import { silentLogger, systemClock, type Checkpoint, type Clock, type ConnectorDirection, type ConnectorInbox, type Logger, type PipelineConnectorContext, type SourceBatch } from '@ferry/core';
+import {
+  createConnectorOutbound,
+  silentLogger,
+  systemClock,
+  type Checkpoint,
+  type Clock,
+  type ConnectorDirection,
+  type ConnectorInbox,
+  type ConnectorOutbound,
+  type Logger,
+  type OutboundLookup,
+  type PipelineConnectorContext,
+  type SourceBatch,
+} from '@ferry/core';
 
 /** What {@link connectorContext} may be told; everything else takes a harmless default. */
 export interface ConnectorContextOptions {
@@ -15,6 +28,18 @@ export interface ConnectorContextOptions {
   connectorId?: string;
   workspaceId?: string;
   pipelineId?: string;
+  /**
+   * The engine's allow list (`createEngine({ outboundAllow })`). Default none, as an engine's:
+   * a test reaching a loopback server passes `['127.0.0.1']`.
+   */
+  outboundAllow?: readonly string[];
+  /**
+   * DNS resolution of the policy's lookups, to point a host name at loopback (a DNS-rebinding
+   * test) without touching `/etc/hosts`. Default the system resolver.
+   */
+  outboundLookup?: OutboundLookup;
+  /** A whole policy instead of `outboundAllow` and `outboundLookup`. */
+  outbound?: ConnectorOutbound;
 }
 
 const emptyInbox: ConnectorInbox = {
@@ -28,7 +53,7 @@ const emptyInbox: ConnectorInbox = {
  *
  * @example
  * ```ts
- * const destination = await plugin.destination!(connectorContext({ connection_string: url, table: 'out' }));
+ * const destination = await plugin.destination!(connectorContext({ connection_string: url, table: 'out' }, { outboundAllow: ['127.0.0.1'] }));
  * ```
  */
 export function connectorContext<TConfig>(config: TConfig, options: ConnectorContextOptions = {}): PipelineConnectorContext<TConfig> {
@@ -42,5 +67,8 @@ export function connectorContext<TConfig>(config: TConfig, options: ConnectorCon
     clock: options.clock ?? systemClock,
     signal: options.signal ?? new AbortController().signal,
     inbox: options.inbox ?? emptyInbox,
+    outbound:
+      options.outbound ??
+      createConnectorOutbound({ allow: options.outboundAllow ?? [], ...(options.outboundLookup ? { lookup: options.outboundLookup } : {}) }),
   };
 }

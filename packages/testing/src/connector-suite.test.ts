@@ -10,6 +10,8 @@ const fresh = () => `suite-${next++}`;
 runConnectorSuite('memory', {
   plugin: memoryConnector(hub),
   secretFields: ['token'],
+  // In memory: no connection for the outbound policy to refuse.
+  network: false,
   source: {
     config: async () => ({ name: fresh(), token: 'source-token' }),
     produce: async (config, from, count) => {

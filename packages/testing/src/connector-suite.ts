@@ -2,7 +2,9 @@ import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import {
   ConnectorError,
+  createConnectorOutbound,
   secretPaths,
+  URL_NOT_ALLOWED,
   type AnyConnectorDefinition,
   type Checkpoint,
   type ConnectorDirection,
@@ -99,6 +101,17 @@ export interface ConnectorSuiteOptions {
    * inbox): the suite does not expect them to fail.
    */
   serverless?: ReadonlyArray<'source' | 'destination'>;
+  /**
+   * The engine allow list the suite's contexts carry, to reach the test servers. Default
+   * `['127.0.0.1']`. The suite also proves that without it a config at a loopback server is
+   * refused (`url_not_allowed`), at validation and by a check.
+   */
+  outboundAllow?: readonly string[];
+  /**
+   * `false` for a connector that opens no connection of its own (an in-memory test double): the
+   * outbound policy test is skipped. Default true.
+   */
+  network?: boolean;
   /** Credential rotation, where the plugin supports it: the config to rotate, and supplied fields if any. */
   rotation?: {
     /** A config to rotate, for `direction`: the new credentials must pass a check of that side. */
@@ -146,7 +159,8 @@ export function runConnectorSuite(name: string, options: ConnectorSuiteOptions):
     if (!inbox) inboxes.set(config, (inbox = new MemoryInbox()));
     return inbox;
   };
-  const ctx = (config: JsonObject, direction: ConnectorDirection, signal = new AbortController().signal): PipelineConnectorContext<JsonObject> =>
+  const allowed = createConnectorOutbound({ allow: options.outboundAllow ?? ['127.0.0.1'] });
+  const ctx = (config: JsonObject, direction: ConnectorDirection, signal = new AbortController().signal, outbound = allowed): PipelineConnectorContext<JsonObject> =>
     // As the engine does: schema defaults applied to a copy of the stored config.
     connectorContext(Value.Default(plugin.configSchema, structuredClone(config)) as JsonObject, {
       direction,
@@ -155,10 +169,13 @@ export function runConnectorSuite(name: string, options: ConnectorSuiteOptions):
       connectorId: 'con_suite',
       workspaceId: 'suite',
       pipelineId: 'pip_suite',
+      outbound,
     });
+  const pluginProblems = (config: JsonObject, direction: ConnectorDirection, outbound = allowed): Array<{ pointer: string; code: string }> =>
+    plugin.validateConfig?.(Value.Default(plugin.configSchema, structuredClone(config)), direction, outbound) ?? [];
   const problems = (config: JsonObject, direction: ConnectorDirection) => [
     ...[...Value.Errors(plugin.configSchema, Value.Default(plugin.configSchema, structuredClone(config)))].map((e) => e.path),
-    ...(plugin.validateConfig?.(Value.Default(plugin.configSchema, structuredClone(config)), direction) ?? []).map((p: { pointer: string }) => p.pointer),
+    ...pluginProblems(config, direction).map((p) => p.pointer),
   ];
 
   describe(`connector suite: ${name}`, () => {
@@ -181,6 +198,20 @@ export function runConnectorSuite(name: string, options: ConnectorSuiteOptions):
       for (const field of options.secretFields) {
         const value = valueAt(bad, field);
         if (typeof value === 'string' && value.length >= 4) expect(result.error?.message ?? '').not.toContain(value);
+      }
+    });
+
+    const policySide = options.destination && !options.serverless?.includes('destination') ? 'destination' : 'source';
+    if (options.network !== false && !options.serverless?.includes(policySide)) it('outbound policy: a loopback server is refused without the allow list, at validation and by a check', async () => {
+      const direction = policySide;
+      const strict = createConnectorOutbound({ allow: [] });
+      const config = await options.unreachable(direction);
+      const refused = pluginProblems(config, direction, strict).filter((p) => p.code === URL_NOT_ALLOWED);
+      expect(refused.length, 'validateConfig reports the loopback host as url_not_allowed').toBeGreaterThan(0);
+      if (plugin.check) {
+        const result = await plugin.check(ctx(config, direction, new AbortController().signal, strict));
+        expect(result.health).toBe('down');
+        expect(result.error?.code).toBe(URL_NOT_ALLOWED);
       }
     });
 

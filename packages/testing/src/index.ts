@@ -16,4 +16,5 @@ export { connectorContext, type ConnectorContextOptions } from './connector-cont
 export { runConnectorSuite, type ConnectorSuiteOptions, type SourceHarness, type DestinationHarness, type LandedEvent } from './connector-suite.js';
 export { MemoryHub, MemoryStream, MemorySink, memoryConnector, memoryConfigSchema, type MemoryHubOptions, type MemoryRecordInput } from './memory-connector.js';
 export { listenLoopback, closedPort, type LoopbackServer } from './loopback-server.js';
+export { listenByteTrap, fixedLookup, type ByteTrap } from './byte-trap.js';
 export { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver, type WebhookReply } from './webhook-receiver.js';

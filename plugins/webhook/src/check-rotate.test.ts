@@ -1,7 +1,7 @@
 import { ConnectorError, generateWebhookSecret, type Clock } from '@ferry/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhook, type WebhookConfig } from './index.js';
-import { connectorContext, VirtualClock } from '@ferry/testing';
+import { connectorContext, fixedLookup, listenByteTrap, VirtualClock } from '@ferry/testing';
 import { startReceiver, type TestReceiver } from './test-receiver.js';
 
 const plugin = webhook({ allowHttp: ['127.0.0.1'] });
@@ -58,6 +58,27 @@ describe('webhook check', () => {
   it('is down with `url_not_allowed` when the policy refuses the url', async () => {
     const result = await webhook().check!(ctx({ url: receiver.url }));
     expect([result.health, result.error?.code]).toEqual(['down', 'url_not_allowed']);
+  });
+
+  it("applies the engine's allow list from the context, without an allow list of its own", async () => {
+    receiver.reply(() => ({ status: 200 }));
+    const result = await webhook().check!(connectorContext({ url: receiver.url }, { outboundAllow: ['127.0.0.1'] }));
+    expect(result.health).toBe('healthy');
+  });
+
+  it('sends not one byte to a name that resolves to loopback (DNS rebinding), nor to a literal loopback url', async () => {
+    const trap = await listenByteTrap();
+    try {
+      const plugin = webhook({ lookup: fixedLookup({ 'hooks.example.com': '127.0.0.1' }) });
+      // https to a public-looking name passes validation; the address it resolves to is checked when connecting.
+      const named = await plugin.check!(ctx({ url: `https://hooks.example.com:${trap.port}/hook` }));
+      expect([named.health, named.error?.code]).toEqual(['down', 'url_not_allowed']);
+      const literal = await plugin.check!(ctx({ url: `https://127.0.0.1:${trap.port}/hook` }));
+      expect([literal.health, literal.error?.code]).toEqual(['down', 'url_not_allowed']);
+      expect([trap.connections, trap.bytes]).toEqual([0, 0]);
+    } finally {
+      await trap.close();
+    }
   });
 });
 

@@ -1,10 +1,13 @@
-import { generateWebhookSecret, schemaErrors, webhookSecretBytes } from '@ferry/core';
+import { createConnectorOutbound, generateWebhookSecret, schemaErrors, webhookSecretBytes, type ConnectorDirection } from '@ferry/core';
 import { describe, expect, it } from 'vitest';
-import { webhook } from './index.js';
+import { webhook, type WebhookConfig } from './index.js';
 
 const secret = generateWebhookSecret();
-const plugin = webhook({ allowHttp: ['127.0.0.1'] });
-const validate = plugin.validateConfig!;
+/** The engine's policy with no allow list, as `createEngine` makes it by default. */
+const noAllowList = createConnectorOutbound();
+const plugin = webhook();
+/** Validation as an engine allowing 127.0.0.1 runs it. */
+const validate = (config: WebhookConfig, direction: ConnectorDirection) => plugin.validateConfig!(config, direction, createConnectorOutbound({ allow: ['127.0.0.1'] }));
 
 describe('webhook config', () => {
   it('accepts a minimal source config and a full destination config', () => {
@@ -32,13 +35,15 @@ describe('webhook config', () => {
   });
 
   it('applies the outbound policy to the url', () => {
-    const strict = webhook().validateConfig!;
-    for (const url of ['http://example.com/hook', 'ftp://example.com', 'not a url', 'https://127.0.0.1/hook', 'https://user:pw@example.com/']) {
-      expect(strict({ url }, 'destination').map((e) => [e.pointer, e.code])).toEqual([['/url', 'url_not_allowed']]);
+    const strict = (config: WebhookConfig) => plugin.validateConfig!(config, 'destination', noAllowList);
+    for (const url of ['http://example.com/hook', 'ftp://example.com', 'not a url', 'https://127.0.0.1/hook', 'https://2130706433/hook', 'https://[::ffff:127.0.0.1]/hook', 'https://user:pw@example.com/']) {
+      expect(strict({ url }).map((e) => [e.pointer, e.code])).toEqual([['/url', 'url_not_allowed']]);
     }
     expect(validate({ url: 'http://127.0.0.1:8080/hook' }, 'destination')).toEqual([]);
     expect(validate({ url: 'http://10.0.0.1/hook' }, 'destination').map((e) => e.code)).toEqual(['url_not_allowed']);
-    expect(webhook({ allowHttp: true }).validateConfig!({ url: 'http://10.0.0.1/hook' }, 'destination')).toEqual([]);
+    // The plugin's own allowHttp adds to the engine's list.
+    expect(webhook({ allowHttp: true }).validateConfig!({ url: 'http://10.0.0.1/hook' }, 'destination', noAllowList)).toEqual([]);
+    expect(webhook({ allowHttp: ['10.0.0.1'] }).validateConfig!({ url: 'http://127.0.0.1/hook' }, 'destination', createConnectorOutbound({ allow: ['127.0.0.1'] }))).toEqual([]);
   });
 
   it('refuses a malformed signing secret without echoing it', () => {

@@ -29,7 +29,7 @@ const landedAt = (config: JsonObject) => {
 };
 
 runConnectorSuite('webhook', {
-  plugin: webhook({ allowHttp: ['127.0.0.1'] }),
+  plugin: webhook(),
   secretFields: ['signing_secret', 'headers'],
   serverless: ['source'],
   source: {

@@ -8,7 +8,8 @@ let receiver: TestReceiver;
 let engine: Engine;
 beforeAll(async () => {
   receiver = await startReceiver();
-  engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [webhook({ allowHttp: ['127.0.0.1'] })] });
+  // The engine's allow list is the plugin's: no list of its own.
+  engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [webhook()], outboundAllow: ['127.0.0.1'] });
   await engine.start();
 });
 afterAll(async () => {
@@ -50,6 +51,21 @@ describe('webhook registered in an engine', () => {
   it('reports config problems with /config pointers', async () => {
     const error = await engine.connectors.create('default', { type: 'webhook', direction: 'destination', config: { batch_size: 5 } }).then(() => null, (e: unknown) => e);
     expect((error as { errors?: { pointer: string; code: string }[] }).errors?.map((e) => [e.pointer, e.code])).toEqual([['/config/url', 'required']]);
+  });
+
+  it('refuses a url the outbound policy refuses with 422 url_not_allowed, on create and PATCH', async () => {
+    const strict = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [webhook()] });
+    await strict.start();
+    try {
+      const refused = (promise: Promise<unknown>) => promise.then(() => null, (e: unknown) => e as { code?: string; status?: number; errors?: { pointer: string; code: string }[] });
+      const created = await refused(strict.connectors.create('default', { type: 'webhook', direction: 'destination', config: { url: receiver.url } }));
+      expect([created?.code, created?.status, created?.errors?.map((e) => [e.pointer, e.code])]).toEqual(['url_not_allowed', 422, [['/config/url', 'url_not_allowed']]]);
+      const ok = await strict.connectors.create('default', { type: 'webhook', direction: 'destination', config: { url: 'https://hooks.example.com/in' } });
+      const patched = await refused(strict.connectors.update('default', ok.id, { config: { url: 'https://0x7f.1/in' } }));
+      expect([patched?.code, patched?.status, patched?.errors?.[0]?.pointer]).toEqual(['url_not_allowed', 422, '/config/url']);
+    } finally {
+      await strict.stop();
+    }
   });
 
   it('allows bidirectional', async () => {

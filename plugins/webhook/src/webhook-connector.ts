@@ -6,6 +6,7 @@ import {
   webhookSecretBytes,
   type ConnectorDefinition,
   type ConnectorDirection,
+  type ConnectorOutbound,
   type OutboundLookup,
 } from '@ferry/core';
 import {
@@ -26,11 +27,10 @@ export const WEBHOOK_PLUGIN_VERSION = '0.1.0';
 /** Options of {@link webhook}. */
 export interface WebhookOptions {
   /**
-   * Hosts, IPs or CIDRs a destination may reach over plain http and despite being private or
-   * loopback (local development, tests), with the syntax of the engine's `outboundAllow`
-   * (`FERRY_OUTBOUND_ALLOW`); `true` allows every host (`*`). Default: https to public addresses
-   * only. The plugin needs its own list because the connector context does not carry the
-   * engine's; the reference server passes its `FERRY_OUTBOUND_ALLOW` here.
+   * Hosts, IPs or CIDRs this plugin's destinations may reach over plain http and despite being
+   * private or loopback, in addition to the engine's `outboundAllow` (`FERRY_OUTBOUND_ALLOW`),
+   * which always applies; `true` allows every host (`*`). Default: nothing beyond the engine's
+   * list. Rarely needed: set the engine's list instead, which covers every connector.
    */
   allowHttp?: boolean | readonly string[];
   /**
@@ -62,12 +62,19 @@ export type WebhookConnector = ConnectorDefinition<typeof webhookConfigSchema> &
  * ```
  */
 export function webhook(options: WebhookOptions = {}): WebhookConnector {
-  const allow = allowList(options.allowHttp);
-  // One client (one connection pool) per plugin instance, shared by its checks and destinations,
-  // made on first use so a plugin that only validates configs holds no pool; each request runs
-  // its timeout on the clock of the engine context that sent it.
-  let pool: OutboundClient | undefined;
-  const client = () => (pool ??= new OutboundClient({ allow, ...(options.lookup ? { lookup: options.lookup } : {}) }));
+  const extra = allowList(options.allowHttp);
+  // The engine's list (from the context) and the plugin's own extra entries.
+  const allowOf = (outbound: ConnectorOutbound | undefined): readonly string[] => [...(outbound?.allow ?? []), ...extra];
+  // One client (one connection pool) per allow list, shared by the checks and destinations of
+  // the engines that have that list, made on first use so a plugin that only validates configs
+  // holds no pool; each request runs its timeout on the clock of the engine context that sent it.
+  const pools = new Map<string, OutboundClient>();
+  const client = (allow: readonly string[]) => {
+    const key = JSON.stringify(allow);
+    let pool = pools.get(key);
+    if (!pool) pools.set(key, (pool = new OutboundClient({ allow, ...(options.lookup ? { lookup: options.lookup } : {}) })));
+    return pool;
+  };
   const userAgent = `ferry-webhook/${WEBHOOK_PLUGIN_VERSION}`;
 
   const definition = defineConnector({
@@ -76,17 +83,18 @@ export function webhook(options: WebhookOptions = {}): WebhookConnector {
     directions: ['source', 'destination', 'bidirectional'],
     configSchema: webhookConfigSchema,
 
-    validateConfig: (config, direction) => validateWebhookConfig(config, direction, allow),
+    validateConfig: (config, direction, outbound) => validateWebhookConfig(config, direction, allowOf(outbound)),
 
     async check(ctx) {
       const url = ctx.config.url;
       // A pure source has nothing to reach: its endpoint is the engine's own.
       if (url === undefined) return { health: 'healthy', latencyMs: 0 };
+      const allow = allowOf(ctx.outbound);
       const refused = urlProblem(url, allow);
       if (refused) return { health: 'down', latencyMs: 0, error: { code: 'url_not_allowed', message: refused } };
       const timeoutMs = ctx.config.timeout_ms ?? DEFAULT_TIMEOUT_MS;
       const started = ctx.clock.now();
-      const outcome = await client().send({ url, method: 'HEAD', headers: { 'user-agent': userAgent }, timeoutMs, signal: ctx.signal, clock: ctx.clock });
+      const outcome = await client(allow).send({ url, method: 'HEAD', headers: { 'user-agent': userAgent }, timeoutMs, signal: ctx.signal, clock: ctx.clock });
       const latencyMs = Math.max(0, ctx.clock.now() - started);
       switch (outcome.kind) {
         // Any answer, even 404 or 405 to a HEAD, proves the receiver is reachable.
@@ -111,6 +119,7 @@ export function webhook(options: WebhookOptions = {}): WebhookConnector {
       const { url, signing_secret: secret } = ctx.config;
       const invalid = (message: string) => new ConnectorError('configuration_invalid', message, { retryable: false });
       if (url === undefined) throw invalid('A webhook destination needs a url.');
+      const allow = allowOf(ctx.outbound);
       const refused = urlProblem(url, allow);
       if (refused) throw new ConnectorError('url_not_allowed', refused, { retryable: false });
       if (secret === undefined || !webhookSecretBytes(secret)) throw invalid('The connector has no valid signing_secret.');
@@ -124,7 +133,7 @@ export function webhook(options: WebhookOptions = {}): WebhookConnector {
           clock: ctx.clock,
           userAgent,
         },
-        client(),
+        client(allow),
       );
     },
 
