@@ -1,5 +1,5 @@
-import { ConnectorError, type Logger } from '@ferry/core';
-import { Kafka, logLevel, type KafkaConfig as KafkaJsConfig, type SASLOptions } from 'kafkajs';
+import { ConnectorError, type ConnectorOutbound, type Logger } from '@ferry/core';
+import { Kafka, logLevel, type ISocketFactory, type KafkaConfig as KafkaJsConfig, type SASLOptions } from 'kafkajs';
 import type { KafkaConfig } from './config.js';
 
 /** How the plugin's kafkajs clients retry a request before the error reaches the engine. */
@@ -8,6 +8,26 @@ export interface ClientOptions {
   retries: number;
   /** Where kafkajs's own warnings and errors go. */
   logger: Logger;
+  /** The engine's outbound policy: every broker connection goes through it. */
+  outbound: ConnectorOutbound;
+}
+
+/** kafkajs's keep-alive delay on broker sockets, as its default socket factory sets it. */
+const KEEP_ALIVE_DELAY_MS = 60_000;
+
+/**
+ * kafkajs's socket factory through the outbound policy: the bootstrap brokers and every broker
+ * the cluster's metadata names are resolved, checked, and connected to only at a permitted
+ * address (a literal is checked before any socket exists). A refused broker's socket fails with
+ * `url_not_allowed`, which kafkajs keeps as the connection error's `code`.
+ */
+export function policySocketFactory(outbound: ConnectorOutbound): ISocketFactory {
+  return ({ host, port, ssl, onConnect }) => {
+    const tls = ssl ? (typeof ssl === 'object' ? ssl : {}) : undefined;
+    const socket = outbound.connect({ host, port, ...(tls ? { tls } : {}) }, onConnect);
+    socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
+    return socket;
+  };
 }
 
 /**
@@ -20,6 +40,7 @@ export function createKafka(config: KafkaConfig, options: ClientOptions): Kafka 
   const settings: KafkaJsConfig = {
     clientId: config.client_id ?? 'ferry',
     brokers: config.brokers,
+    socketFactory: policySocketFactory(options.outbound),
     connectionTimeout: config.connection_timeout_ms ?? 10_000,
     requestTimeout: config.request_timeout_ms ?? 30_000,
     retry: { retries: options.retries, initialRetryTime: 200, maxRetryTime: 5_000 },
@@ -69,6 +90,8 @@ export const RECORD_ERRORS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARG
  */
 export function classifyError(error: unknown, side: Side): ConnectorError {
   if (error instanceof ConnectorError) return error;
+  const refused = policyRefusal(error);
+  if (refused) return refused;
   let e = error as { name?: string; type?: string; message?: string; retriable?: boolean; cause?: unknown; code?: string } | null;
   for (let depth = 0; depth < 5 && e && (e.name === 'KafkaJSNumberOfRetriesExceeded' || e.name === 'KafkaJSNonRetriableError') && e.cause; depth++) e = e.cause as typeof e;
   const name = e?.name ?? '';
@@ -97,4 +120,20 @@ export function classifyError(error: unknown, side: Side): ConnectorError {
   // UNKNOWN (-1) is the broker's unexpected server error: as transient as any outage.
   if (e?.retriable === false && name === 'KafkaJSProtocolError' && type !== 'UNKNOWN') return fatal('request_failed', `${where} refused a request (${type || name}).`);
   return retry(unavailable, `${where} failed (${type || name || 'unknown error'}); will retry.`);
+}
+
+/**
+ * The outbound policy's refusal inside a kafkajs error (its retries wrap the connection error,
+ * which keeps only the socket error's `code`), as a non-retryable `url_not_allowed`.
+ */
+function policyRefusal(error: unknown): ConnectorError | undefined {
+  let e = error as { code?: unknown; cause?: unknown; originalError?: unknown } | null;
+  for (let depth = 0; e && depth < 6; depth++) {
+    if (e instanceof ConnectorError) return e.code === 'url_not_allowed' ? e : undefined;
+    if (e.code === 'url_not_allowed') {
+      return new ConnectorError('url_not_allowed', 'A broker is not allowed: it is, or resolves to, a private, loopback or reserved address.', { retryable: false, cause: error });
+    }
+    e = (e.cause ?? e.originalError) as typeof e;
+  }
+  return undefined;
 }

@@ -1,4 +1,4 @@
-import { DOT_PATH_PATTERN, DotPath, Secret, type ConnectorDirection } from '@ferry/core';
+import { DOT_PATH_PATTERN, DotPath, Secret, type ConnectorDirection, type ConnectorOutbound } from '@ferry/core';
 import { Type, type Static } from '@sinclair/typebox';
 
 /** Default client id sent to the brokers (it names the client in their logs and quotas). */
@@ -88,8 +88,20 @@ export interface ConfigProblem {
 const SOURCE_ONLY = ['topics', 'group_id', 'from_beginning', 'type', 'type_path', 'type_header'] as const;
 const DESTINATION_ONLY = ['topic'] as const;
 
-/** Rules the schema cannot say. Details name the field, never its value. */
-export function validateKafkaConfig(config: KafkaConfig, direction: ConnectorDirection): ConfigProblem[] {
+/**
+ * A broker's host and port: `host:port` or `[v6]:port` (the brackets dropped).
+ */
+export function brokerAddress(broker: string): { host: string; port: number } {
+  const at = broker.lastIndexOf(':');
+  return { host: broker.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(broker.slice(at + 1)) };
+}
+
+/**
+ * Rules the schema cannot say. Details name the field, never its value. With the engine's
+ * `outbound` policy, a broker whose host it refuses whatever DNS says (a literal private,
+ * loopback or metadata address in any spelling, `localhost`) is a `url_not_allowed` problem.
+ */
+export function validateKafkaConfig(config: KafkaConfig, direction: ConnectorDirection, outbound?: ConnectorOutbound): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const problem = (pointer: string, code: string, detail: string) => problems.push({ pointer, code, detail });
   const reads = direction === 'source' || direction === 'bidirectional';
@@ -98,6 +110,12 @@ export function validateKafkaConfig(config: KafkaConfig, direction: ConnectorDir
   if (writes && config.topic === undefined) problem('/topic', 'required', 'A destination produces to `topic`.');
   if (!reads) for (const key of SOURCE_ONLY) if (config[key] !== undefined && !(key === 'from_beginning' && config[key] === false)) problem(`/${key}`, 'not_applicable', `${key} is for sources.`);
   if (!writes) for (const key of DESTINATION_ONLY) if (config[key] !== undefined) problem(`/${key}`, 'not_applicable', `${key} is for destinations.`);
+  if (outbound) {
+    config.brokers.forEach((broker, i) => {
+      const refused = outbound.hostProblem(brokerAddress(broker).host);
+      if (refused) problem(`/brokers/${i}`, 'url_not_allowed', refused);
+    });
+  }
   if (typeof config.ssl === 'object' && (config.ssl.cert === undefined) !== (config.ssl.key === undefined)) {
     problem(config.ssl.cert === undefined ? '/ssl/cert' : '/ssl/key', 'required', 'Give ssl.cert and ssl.key together.');
   }

@@ -1,6 +1,6 @@
-import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition, type Logger } from '@ferry/core';
+import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition, type ConnectorOutbound, type Logger } from '@ferry/core';
 import { classifyError, createKafka } from './client.js';
-import { kafkaConfigSchema, validateKafkaConfig, type KafkaConfig } from './config.js';
+import { brokerAddress, kafkaConfigSchema, validateKafkaConfig, type KafkaConfig } from './config.js';
 import { kafkaDestination } from './destination.js';
 import { kafkaSource, type ConsumerTimings } from './source.js';
 
@@ -39,8 +39,11 @@ export function kafka(options: KafkaOptions = {}): KafkaConnector {
   if (timings.heartbeatIntervalMs * 3 > timings.sessionTimeoutMs) throw new RangeError('kafka(): the heartbeat interval must be at most a third of the session timeout.');
 
   /** Proves the brokers answer these credentials and know the topics this side uses. */
-  const probe = async (config: KafkaConfig, logger: Logger) => {
-    const admin = createKafka(config, { retries: Math.min(retries, 2), logger }).admin();
+  const probe = async (config: KafkaConfig, logger: Logger, outbound: ConnectorOutbound) => {
+    // Every bootstrap broker resolved and checked first: a refused one answers at once, instead
+    // of after kafkajs's retries (each of which the socket factory would refuse too).
+    await Promise.all(config.brokers.map((broker) => outbound.resolve(brokerAddress(broker).host)));
+    const admin = createKafka(config, { retries: Math.min(retries, 2), logger, outbound }).admin();
     try {
       await admin.connect();
       const topics = [...(config.topics ?? []), ...(config.topic !== undefined ? [config.topic] : [])];
@@ -57,22 +60,22 @@ export function kafka(options: KafkaOptions = {}): KafkaConnector {
     directions: ['source', 'destination'],
     configSchema: kafkaConfigSchema,
 
-    validateConfig: (config, direction) => validateKafkaConfig(config, direction),
+    validateConfig: (config, direction, outbound) => validateKafkaConfig(config, direction, outbound),
 
     check: (ctx) =>
       probeCheck(
         ctx.clock,
-        () => probe(ctx.config, ctx.logger),
+        () => probe(ctx.config, ctx.logger, ctx.outbound),
         (error) => classifyError(error, 'check'),
       ),
 
     source(ctx) {
       const groupId = ctx.config.group_id ?? `ferry-${ctx.pipelineId}`;
-      return kafkaSource(createKafka(ctx.config, { retries, logger: ctx.logger }), ctx.config, groupId, timings, ctx.logger, retries);
+      return kafkaSource(createKafka(ctx.config, { retries, logger: ctx.logger, outbound: ctx.outbound }), ctx.config, groupId, timings, ctx.logger, retries);
     },
 
     destination(ctx) {
-      return kafkaDestination(createKafka(ctx.config, { retries, logger: ctx.logger }), ctx.config);
+      return kafkaDestination(createKafka(ctx.config, { retries, logger: ctx.logger, outbound: ctx.outbound }), ctx.config);
     },
 
     /**
@@ -89,7 +92,7 @@ export function kafka(options: KafkaOptions = {}): KafkaConnector {
       if (supplied.sasl !== undefined) fields.sasl = { ...ctx.config.sasl, ...supplied.sasl } as KafkaConfig['sasl'];
       if (supplied.ssl !== undefined) fields.ssl = typeof supplied.ssl === 'object' && typeof ctx.config.ssl === 'object' ? { ...ctx.config.ssl, ...supplied.ssl } : supplied.ssl;
       try {
-        await probe({ ...ctx.config, ...fields }, ctx.logger);
+        await probe({ ...ctx.config, ...fields }, ctx.logger, ctx.outbound);
       } catch (error) {
         throw classifyError(error, 'check');
       }

@@ -1,5 +1,5 @@
 import { ConnectorError, type DestinationEvent, type JsonObject, type PushSource, type SourceBatch } from '@ferry/core';
-import { connectorContext, startKafkaMock } from '@ferry/testing';
+import { connectorContext, startKafkaMock, type ConnectorContextOptions } from '@ferry/testing';
 import { createServer, type AddressInfo } from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
 import { Value } from '@sinclair/typebox/value';
@@ -16,6 +16,8 @@ afterAll(async () => {
 });
 
 const plugin = kafka({ retries: 1, consumer: MOCK_TIMINGS });
+/** The mock cluster listens on loopback: an engine reaching it allows 127.0.0.1. */
+const loopbackContext = <T,>(config: T, options: ConnectorContextOptions = {}) => connectorContext(config, { outboundAllow: ['127.0.0.1'], ...options });
 const withDefaults = (config: JsonObject) => Value.Default(kafkaConfigSchema, structuredClone(config)) as KafkaConfig;
 const event = (i: number, payload: JsonObject = { n: i }): DestinationEvent => ({
   id: `evt_${String(i).padStart(4, '0')}`,
@@ -25,7 +27,7 @@ const event = (i: number, payload: JsonObject = { n: i }): DestinationEvent => (
 });
 
 async function write(config: JsonObject, events: DestinationEvent[]) {
-  const writer = await plugin.destination!(connectorContext(withDefaults(config)));
+  const writer = await plugin.destination!(loopbackContext(withDefaults(config)));
   try {
     return await writer.write(events, new AbortController().signal);
   } finally {
@@ -37,7 +39,7 @@ let groups = 0;
 
 /** Consumes `config` from `from` until `want` records came; the batches as handed over. */
 async function consume(config: JsonObject, from: KafkaPosition | null, want: number, onBatch?: (batch: SourceBatch) => Promise<void>) {
-  const source = (await plugin.source!(connectorContext(withDefaults(config), { direction: 'source' }))) as PushSource;
+  const source = (await plugin.source!(loopbackContext(withDefaults(config), { direction: 'source' }))) as PushSource;
   const batches: SourceBatch[] = [];
   const done = new AbortController();
   await source.consume(
@@ -169,7 +171,7 @@ describe('kafka source when the cluster goes away', () => {
     const own = await startKafkaMock({ topics: { gone: 1 } });
     try {
       const config = withDefaults({ brokers: own.brokers, topics: ['gone'], from_beginning: true, group_id: 'gone' });
-      const source = (await plugin.source!(connectorContext(config, { direction: 'source' }))) as PushSource;
+      const source = (await plugin.source!(loopbackContext(config, { direction: 'source' }))) as PushSource;
       let joined!: () => void;
       const running = new Promise<void>((resolve) => (joined = resolve));
       const producer = new Kafka({ brokers: own.brokers, logLevel: logLevel.NOTHING }).producer();
@@ -207,7 +209,7 @@ describe('kafka source stopped before it joined', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     try {
       const config = withDefaults({ brokers: [`127.0.0.1:${(silent.address() as AddressInfo).port}`], topics: ['never'], group_id: 'never', request_timeout_ms: 60_000 });
-      const source = (await plugin.source!(connectorContext(config, { direction: 'source' }))) as PushSource;
+      const source = (await plugin.source!(loopbackContext(config, { direction: 'source' }))) as PushSource;
       const stop = new AbortController();
       const consumed = source.consume(null, async () => undefined, stop.signal);
       await connections; // kafkajs is connecting: the broker took its socket
@@ -215,7 +217,7 @@ describe('kafka source stopped before it joined', () => {
       await expect(consumed).resolves.toBeUndefined();
 
       // A destination's write, likewise: a retryable `aborted`, not a wait on kafkajs's retries.
-      const writer = await plugin.destination!(connectorContext(withDefaults({ ...config, topic: 'never' })));
+      const writer = await plugin.destination!(loopbackContext(withDefaults({ ...config, topic: 'never' })));
       const cancel = new AbortController();
       connections = new Promise<void>((resolve) => (connected = resolve));
       const writing = writer.write([event(1)], cancel.signal);
@@ -232,15 +234,15 @@ describe('kafka source stopped before it joined', () => {
 describe('kafka check and rotation', () => {
   it('is healthy when the brokers answer and know the topics', async () => {
     const topic = await freshTopic(cluster);
-    expect((await plugin.check!(connectorContext(withDefaults({ brokers: cluster.brokers, topic })))).health).toBe('healthy');
-    expect((await plugin.check!(connectorContext(withDefaults({ brokers: cluster.brokers, topics: [topic] }), { direction: 'source' }))).health).toBe('healthy');
+    expect((await plugin.check!(loopbackContext(withDefaults({ brokers: cluster.brokers, topic })))).health).toBe('healthy');
+    expect((await plugin.check!(loopbackContext(withDefaults({ brokers: cluster.brokers, topics: [topic] }), { direction: 'source' }))).health).toBe('healthy');
   });
 
   it('rotates only supplied credentials, and proves them against the brokers first', async () => {
     const config = withDefaults({ brokers: cluster.brokers, topic: await freshTopic(cluster) });
-    await expect(plugin.rotate!(connectorContext(config), {})).rejects.toMatchObject({ code: 'credentials_required', retryable: false });
+    await expect(plugin.rotate!(loopbackContext(config), {})).rejects.toMatchObject({ code: 'credentials_required', retryable: false });
     // The mock cluster has no SASL: supplied credentials are tried against it and refused.
-    const error = await plugin.rotate!(connectorContext(config), { config: { sasl: { mechanism: 'plain', username: 'ferry', password: 'new-password' } } }).catch((e: unknown) => e);
+    const error = await plugin.rotate!(loopbackContext(config), { config: { sasl: { mechanism: 'plain', username: 'ferry', password: 'new-password' } } }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConnectorError);
     expect((error as ConnectorError).retryable).toBe(false);
     expect((error as ConnectorError).message).not.toContain('new-password');

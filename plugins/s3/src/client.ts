@@ -1,6 +1,6 @@
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
-import { ConnectorError } from '@ferry/core';
+import { ConnectorError, type ConnectorOutbound } from '@ferry/core';
 import { DEFAULT_REGION, type S3Config } from './config.js';
 
 /** Options of the clients a connector opens. */
@@ -11,16 +11,36 @@ export interface ClientOptions {
   requestTimeoutMs: number;
   /** The engine's clock, for when assumed-role credentials need renewing. */
   now: () => number;
+  /** The engine's outbound policy: every connection of the client goes through it. */
+  outbound: ConnectorOutbound;
 }
 
 type Credentials = NonNullable<S3ClientConfig['credentials']>;
 
 /**
+ * The SDK's request handler options with agents of the outbound policy: each connection resolves
+ * the endpoint's host and connects only to a permitted address (a literal one is checked before
+ * any socket exists), so neither a refused endpoint nor a name re-pointed at an internal
+ * address gets a byte. The SDK follows no redirects (a 301 from S3 is an error).
+ */
+function requestHandler(options: ClientOptions) {
+  const agentOptions = { maxSockets: options.maxSockets, keepAlive: true };
+  return {
+    requestTimeout: options.requestTimeoutMs,
+    httpsAgent: options.outbound.agent('https:', agentOptions),
+    httpAgent: options.outbound.agent('http:', agentOptions),
+  };
+}
+
+/**
  * The SDK client for a config: access keys when given, else the SDK's default chain (the
  * environment, an instance role); with `role_arn`, credentials of that role, assumed with the
- * former (and `external_id`) and refreshed before they expire.
+ * former (and `external_id`) and refreshed before they expire. Throws a non-retryable
+ * `url_not_allowed` when the outbound policy refuses `endpoint` (http to a host it does not
+ * allow, or a private, loopback or metadata address).
  */
 export function createClient(config: S3Config, options: ClientOptions): S3Client {
+  if (config.endpoint !== undefined) options.outbound.assertUrl(config.endpoint);
   const base: Credentials | undefined =
     config.access_key_id !== undefined && config.secret_access_key !== undefined
       ? { accessKeyId: config.access_key_id, secretAccessKey: config.secret_access_key, ...(config.session_token !== undefined ? { sessionToken: config.session_token } : {}) }
@@ -31,19 +51,21 @@ export function createClient(config: S3Config, options: ClientOptions): S3Client
     region,
     ...(config.endpoint !== undefined ? { endpoint: config.endpoint } : {}),
     forcePathStyle: config.force_path_style ?? false,
-    ...(config.role_arn !== undefined ? { credentials: assumedRole(config.role_arn, config.external_id, region, base, options.now) } : base ? { credentials: base } : {}),
+    ...(config.role_arn !== undefined ? { credentials: assumedRole(config.role_arn, config.external_id, region, base, options) } : base ? { credentials: base } : {}),
     requestChecksumCalculation: checksums,
     responseChecksumValidation: checksums,
     // The engine retries a failed batch with its own backoff and health reporting; the SDK's
     // three attempts stay for the odd dropped connection.
     maxAttempts: 3,
-    requestHandler: { requestTimeout: options.requestTimeoutMs, httpsAgent: { maxSockets: options.maxSockets }, httpAgent: { maxSockets: options.maxSockets } },
+    requestHandler: requestHandler(options),
   });
 }
 
 /** Credentials of `roleArn`, assumed through STS and renewed five minutes before they expire. */
-function assumedRole(roleArn: string, externalId: string | undefined, region: string, base: Credentials | undefined, now: () => number): () => Promise<{ accessKeyId: string; secretAccessKey: string; sessionToken: string; expiration: Date }> {
-  const sts = new STSClient({ region, ...(base ? { credentials: base } : {}) });
+function assumedRole(roleArn: string, externalId: string | undefined, region: string, base: Credentials | undefined, options: ClientOptions): () => Promise<{ accessKeyId: string; secretAccessKey: string; sessionToken: string; expiration: Date }> {
+  const now = options.now;
+  // STS is reached through the same policy as the store.
+  const sts = new STSClient({ region, ...(base ? { credentials: base } : {}), requestHandler: requestHandler(options) });
   let current: { accessKeyId: string; secretAccessKey: string; sessionToken: string; expiration: Date } | undefined;
   return async () => {
     if (current && current.expiration.getTime() - 5 * 60_000 > now()) return current;
@@ -66,6 +88,10 @@ export type Side = 'source' | 'destination' | 'check';
  */
 export function classifyError(error: unknown, side: Side): ConnectorError {
   if (error instanceof ConnectorError) return error;
+  // The outbound policy's refusal, however the SDK wrapped it: not retryable.
+  for (let cause = (error as { cause?: unknown } | null)?.cause, depth = 0; cause && depth < 5; cause = (cause as { cause?: unknown }).cause, depth++) {
+    if (cause instanceof ConnectorError) return cause;
+  }
   const e = error as { name?: unknown; code?: unknown; message?: unknown; $metadata?: { httpStatusCode?: number }; $retryable?: unknown } | null;
   const name = typeof e?.name === 'string' ? e.name : '';
   const status = e?.$metadata?.httpStatusCode;

@@ -1,4 +1,4 @@
-import { Secret, type ConnectorDirection } from '@ferry/core';
+import { Secret, type ConnectorDirection, type ConnectorOutbound } from '@ferry/core';
 import { Type, type Static } from '@sinclair/typebox';
 
 /** Default region: the SDK needs one even when the endpoint is not AWS. */
@@ -50,8 +50,12 @@ export interface ConfigProblem {
   detail: string;
 }
 
-/** Rules the schema cannot say. Details name the field, never its value. */
-export function validateS3Config(config: S3Config, direction: ConnectorDirection): ConfigProblem[] {
+/**
+ * Rules the schema cannot say. Details name the field, never its value. With the engine's
+ * `outbound` policy, an `endpoint` it refuses whatever DNS says (http to a host not allowed, a
+ * literal private, loopback or metadata address, `localhost`) is a `url_not_allowed` problem.
+ */
+export function validateS3Config(config: S3Config, direction: ConnectorDirection, outbound?: ConnectorOutbound): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const problem = (pointer: string, code: string, detail: string) => problems.push({ pointer, code, detail });
   if ((config.access_key_id === undefined) !== (config.secret_access_key === undefined)) {
@@ -60,6 +64,10 @@ export function validateS3Config(config: S3Config, direction: ConnectorDirection
   if (config.session_token !== undefined && config.access_key_id === undefined) problem('/session_token', 'not_applicable', 'session_token goes with access_key_id and secret_access_key.');
   if (config.external_id !== undefined && config.role_arn === undefined) problem('/external_id', 'not_applicable', 'external_id goes with role_arn.');
   if (config.endpoint !== undefined && !isHttpUrl(config.endpoint)) problem('/endpoint', 'format', 'Expected an http:// or https:// URL.');
+  else if (config.endpoint !== undefined && outbound) {
+    const refused = outbound.urlProblem(config.endpoint);
+    if (refused) problem('/endpoint', 'url_not_allowed', refused);
+  }
   if (direction === 'destination' && config.type !== undefined) problem('/type', 'not_applicable', 'type is for sources; a destination writes each event with its own type.');
   return problems;
 }

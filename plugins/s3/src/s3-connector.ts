@@ -1,5 +1,5 @@
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
-import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition } from '@ferry/core';
+import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition, type ConnectorOutbound } from '@ferry/core';
 import { classifyError, createClient, type ClientOptions } from './client.js';
 import { s3ConfigSchema, validateS3Config, type S3Config } from './config.js';
 import { s3Destination } from './destination.js';
@@ -38,7 +38,7 @@ export function s3(options: S3Options = {}): S3Connector {
   const requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
   if (!Number.isInteger(maxSockets) || maxSockets < 1) throw new RangeError('s3(): maxSockets must be a positive integer.');
   if (!Number.isFinite(requestTimeoutMs) || requestTimeoutMs <= 0) throw new RangeError('s3(): requestTimeoutMs must be positive.');
-  const clientOptions = (now: () => number): ClientOptions => ({ maxSockets, requestTimeoutMs, now });
+  const clientOptions = (now: () => number, outbound: ConnectorOutbound): ClientOptions => ({ maxSockets, requestTimeoutMs, now, outbound });
 
   /**
    * Proves the bucket answers to these credentials by listing one key under the prefix. A list,
@@ -46,8 +46,8 @@ export function s3(options: S3Options = {}): S3Connector {
    * refused one cannot say whether the key, the signature or the policy was wrong. Writing cannot
    * be proven without writing, and a check writes nothing.
    */
-  const probe = async (config: S3Config, now: () => number, signal: AbortSignal) => {
-    const client = createClient(config, clientOptions(now));
+  const probe = async (config: S3Config, now: () => number, outbound: ConnectorOutbound, signal: AbortSignal) => {
+    const client = createClient(config, clientOptions(now, outbound));
     try {
       await client.send(new ListObjectsV2Command({ Bucket: config.bucket, Prefix: config.prefix ?? '', MaxKeys: 1 }), { abortSignal: signal });
     } finally {
@@ -61,21 +61,21 @@ export function s3(options: S3Options = {}): S3Connector {
     directions: ['source', 'destination'],
     configSchema: s3ConfigSchema,
 
-    validateConfig: (config, direction) => validateS3Config(config, direction),
+    validateConfig: (config, direction, outbound) => validateS3Config(config, direction, outbound),
 
     check: (ctx) =>
       probeCheck(
         ctx.clock,
-        () => probe(ctx.config, () => ctx.clock.now(), ctx.signal),
+        () => probe(ctx.config, () => ctx.clock.now(), ctx.outbound, ctx.signal),
         (error) => classifyError(error, 'check'),
       ),
 
     source(ctx) {
-      return s3Source(createClient(ctx.config, clientOptions(() => ctx.clock.now())), ctx.config);
+      return s3Source(createClient(ctx.config, clientOptions(() => ctx.clock.now(), ctx.outbound)), ctx.config);
     },
 
     destination(ctx) {
-      return s3Destination(createClient(ctx.config, clientOptions(() => ctx.clock.now())), ctx.config, ctx.pipelineId);
+      return s3Destination(createClient(ctx.config, clientOptions(() => ctx.clock.now(), ctx.outbound)), ctx.config, ctx.pipelineId);
     },
 
     /**
@@ -90,7 +90,7 @@ export function s3(options: S3Options = {}): S3Connector {
       const fields: Partial<S3Config> = {};
       for (const key of ROTATABLE) if (supplied[key] !== undefined) fields[key] = supplied[key];
       try {
-        await probe({ ...ctx.config, ...fields }, () => ctx.clock.now(), ctx.signal);
+        await probe({ ...ctx.config, ...fields }, () => ctx.clock.now(), ctx.outbound, ctx.signal);
       } catch (error) {
         throw classifyError(error, 'check');
       }

@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import type { ConnectorError} from '@ferry/core';
-import { type Checkpoint, type DestinationEvent, type JsonObject, type PullSource, type SourceRecord } from '@ferry/core';
+import { createConnectorOutbound, type Checkpoint, type DestinationEvent, type JsonObject, type PullSource, type SourceRecord } from '@ferry/core';
 import { connectorContext } from '@ferry/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from './client.js';
@@ -10,6 +10,8 @@ import { s3, type S3Config } from './index.js';
 import { freshConfig, keysUnder, linesUnder, objectText, startStore, type TestStore } from './test-store.js';
 
 const plugin = s3({ requestTimeoutMs: 10_000 });
+/** The test store listens on loopback: an engine reaching it allows 127.0.0.1. */
+const allowLoopback = { outboundAllow: ['127.0.0.1'] } as const;
 const never = new AbortController().signal;
 let store: TestStore;
 const opened: { close?(): Promise<void> }[] = [];
@@ -24,12 +26,12 @@ afterAll(async () => {
 
 const config = async (extra: JsonObject = {}) => (await freshConfig(store, extra)) as unknown as S3Config;
 async function openDestination(c: S3Config, pipelineId = 'pip_test') {
-  const destination = await plugin.destination!(connectorContext(c, { pipelineId }));
+  const destination = await plugin.destination!(connectorContext(c, { pipelineId, ...allowLoopback }));
   opened.push(destination);
   return destination;
 }
 async function openSource(c: S3Config) {
-  const source = (await plugin.source!(connectorContext(c, { direction: 'source' }))) as PullSource;
+  const source = (await plugin.source!(connectorContext(c, { direction: 'source', ...allowLoopback }))) as PullSource;
   opened.push(source);
   return source;
 }
@@ -91,7 +93,7 @@ describe('s3 destination', () => {
     const c = await config({ max_batch_bytes: 32 * 1024 * 1024 });
     // The plugin's own client, with a step that notes each command it sends.
     const sent: string[] = [];
-    const client = createClient(c, { maxSockets: 4, requestTimeoutMs: 30_000, now: () => 0 });
+    const client = createClient(c, { maxSockets: 4, requestTimeoutMs: 30_000, now: () => 0, outbound: createConnectorOutbound({ allow: ['127.0.0.1'] }) });
     client.middlewareStack.add((next, context) => (args) => {
       sent.push(String(context.commandName));
       return next(args);
@@ -214,18 +216,18 @@ describe('s3 source', () => {
 describe('s3 check and rotate', () => {
   it('checks each side: the bucket listed (source) or found (destination); a missing bucket or a wrong key is down', async () => {
     const c = await config();
-    expect((await plugin.check!(connectorContext(c, { direction: 'source' }))).health).toBe('healthy');
-    expect((await plugin.check!(connectorContext(c))).health).toBe('healthy');
-    expect(await plugin.check!(connectorContext({ ...c, bucket: 'no-such-bucket' }, { direction: 'source' }))).toMatchObject({ health: 'down', error: { code: 'bucket_not_found' } });
-    const wrong = await plugin.check!(connectorContext({ ...c, access_key_id: 'AKIDNOTKNOWN' }, { direction: 'source' }));
+    expect((await plugin.check!(connectorContext(c, { direction: 'source', ...allowLoopback }))).health).toBe('healthy');
+    expect((await plugin.check!(connectorContext(c, allowLoopback))).health).toBe('healthy');
+    expect(await plugin.check!(connectorContext({ ...c, bucket: 'no-such-bucket' }, { direction: 'source', ...allowLoopback }))).toMatchObject({ health: 'down', error: { code: 'bucket_not_found' } });
+    const wrong = await plugin.check!(connectorContext({ ...c, access_key_id: 'AKIDNOTKNOWN' }, { direction: 'source', ...allowLoopback }));
     expect(wrong).toMatchObject({ health: 'down', error: { code: 'auth_failed' } });
   });
 
   it('rotates only to supplied keys that work', async () => {
     const c = await config();
-    await expect(plugin.rotate!(connectorContext(c), {})).rejects.toMatchObject({ code: 'credentials_required', retryable: false });
-    await expect(plugin.rotate!(connectorContext(c), { config: { access_key_id: 'AKIDNOTKNOWN', secret_access_key: 'wrong-secret' } })).rejects.toMatchObject({ code: 'auth_failed' });
-    const fields = await plugin.rotate!(connectorContext(c), { config: { access_key_id: c.access_key_id!, secret_access_key: c.secret_access_key! } });
+    await expect(plugin.rotate!(connectorContext(c, allowLoopback), {})).rejects.toMatchObject({ code: 'credentials_required', retryable: false });
+    await expect(plugin.rotate!(connectorContext(c, allowLoopback), { config: { access_key_id: 'AKIDNOTKNOWN', secret_access_key: 'wrong-secret' } })).rejects.toMatchObject({ code: 'auth_failed' });
+    const fields = await plugin.rotate!(connectorContext(c, allowLoopback), { config: { access_key_id: c.access_key_id!, secret_access_key: c.secret_access_key! } });
     expect(fields).toEqual({ access_key_id: c.access_key_id, secret_access_key: c.secret_access_key });
   });
 });
