@@ -1,4 +1,4 @@
-import { Secret, type ConnectorDirection } from '@ferry/core';
+import { Secret, type ConnectorDirection, type ConnectorOutbound } from '@ferry/core';
 import { Type, type Static } from '@sinclair/typebox';
 import { isIdentifier, parseTableName } from './identifiers.js';
 
@@ -74,25 +74,50 @@ export interface ConfigProblem {
 const PAYLOAD_PATH = /^[^.]+(\.[^.]+)*$/;
 
 /**
- * Rules the schema cannot say: how to connect, and what each direction needs. Details name the
- * field, never its value (a connection string holds a password).
+ * The host pg connects to for a connection string: its host, or its `host` parameter (a Unix
+ * socket directory), or `localhost`, pg's default, when it names none.
  */
-export function validatePostgresConfig(config: PostgresConfig, direction: ConnectorDirection): ConfigProblem[] {
+export function connectionStringHost(connectionString: string): string {
+  try {
+    // As pg's parser reads it: a `host` parameter wins over the URL's host, both percent-decoded.
+    const url = new URL(connectionString);
+    return url.searchParams.get('host') || decodeURIComponent(url.hostname) || 'localhost';
+  } catch {
+    return 'localhost';
+  }
+}
+
+/**
+ * Rules the schema cannot say: how to connect, and what each direction needs. Details name the
+ * field, never its value (a connection string holds a password). With the engine's `outbound`
+ * policy, a host it refuses whatever DNS says (`host`, or the host of `connection_string` or
+ * `admin_connection_string`: a literal private, loopback or metadata address in any spelling,
+ * `localhost`, a Unix socket) is a `url_not_allowed` problem.
+ */
+export function validatePostgresConfig(config: PostgresConfig, direction: ConnectorDirection, outbound?: ConnectorOutbound): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const problem = (pointer: string, code: string, detail: string) => problems.push({ pointer, code, detail });
+  const refusedHost = (pointer: string, host: string) => {
+    const refused = outbound?.hostProblem(host);
+    if (refused) problem(pointer, 'url_not_allowed', refused);
+  };
 
   if (config.connection_string !== undefined) {
     if (!isPostgresUrl(config.connection_string)) problem('/connection_string', 'format', 'Expected a postgres:// or postgresql:// URL.');
+    else refusedHost('/connection_string', connectionStringHost(config.connection_string));
     for (const field of ['host', 'database', 'user', 'password'] as const) {
       if (config[field] !== undefined) problem(`/${field}`, 'conflict', `Give either connection_string or ${field}, not both.`);
     }
   } else {
     if (config.host === undefined) problem('/host', 'required', 'Give host (with database and user), or connection_string.');
+    else refusedHost('/host', config.host);
     if (config.database === undefined) problem('/database', 'required', 'Give database, or connection_string.');
     if (config.user === undefined) problem('/user', 'required', 'Give user, or connection_string.');
   }
   if (config.admin_connection_string !== undefined && !isPostgresUrl(config.admin_connection_string)) {
     problem('/admin_connection_string', 'format', 'Expected a postgres:// or postgresql:// URL.');
+  } else if (config.admin_connection_string !== undefined) {
+    refusedHost('/admin_connection_string', connectionStringHost(config.admin_connection_string));
   }
 
   if (config.table !== undefined && parseTableName(config.table) === null) {

@@ -1,4 +1,4 @@
-import { ConnectorError } from '@ferry/core';
+import { ConnectorError, createConnectorOutbound } from '@ferry/core';
 import { describe, expect, it } from 'vitest';
 import { classifyError, clientConfig, isRecordError } from './connection.js';
 
@@ -45,10 +45,11 @@ describe('postgres error classification', () => {
 });
 
 describe('postgres client config', () => {
+  const outbound = createConnectorOutbound();
   it('names the sessions, sets the statement timeout and passes TLS as node expects', () => {
-    const config = clientConfig({ host: 'db', database: 'app', user: 'u', password: 'p', ssl: { ca: 'PEM' }, statement_timeout_ms: 5000 }, { connectTimeoutMs: 1000 });
+    const config = clientConfig({ host: 'db', database: 'app', user: 'u', password: 'p', ssl: { ca: 'PEM' }, statement_timeout_ms: 5000 }, { connectTimeoutMs: 1000, outbound });
     expect(config).toMatchObject({ application_name: 'ferry', statement_timeout: 5000, port: 5432, ssl: { ca: 'PEM', rejectUnauthorized: true }, connectionTimeoutMillis: 1000 });
-    expect(clientConfig({ connection_string: 'postgres://h/db' }, { connectTimeoutMs: 1000 })).not.toHaveProperty('ssl');
-    expect(clientConfig({ connection_string: 'postgres://h/db', ssl: { reject_unauthorized: false } }, { connectTimeoutMs: 1000 }).ssl).toEqual({ rejectUnauthorized: false });
+    expect(clientConfig({ connection_string: 'postgres://h/db' }, { connectTimeoutMs: 1000, outbound })).not.toHaveProperty('ssl');
+    expect(clientConfig({ connection_string: 'postgres://h/db', ssl: { reject_unauthorized: false } }, { connectTimeoutMs: 1000, outbound }).ssl).toEqual({ rejectUnauthorized: false });
   });
 });

@@ -1,4 +1,4 @@
-import { ConnectorError } from '@ferry/core';
+import { ConnectorError, type ConnectorOutbound } from '@ferry/core';
 import pg from 'pg';
 import { DEFAULT_PORT, DEFAULT_STATEMENT_TIMEOUT_MS, type PostgresConfig } from './config.js';
 
@@ -8,6 +8,8 @@ export interface ConnectionOptions {
   poolSize: number;
   /** How long to wait for a connection before failing retryably, in milliseconds. */
   connectTimeoutMs: number;
+  /** The engine's outbound policy: every connection goes through it. */
+  outbound: ConnectorOutbound;
 }
 
 /** Where a failure happened, which names the code of an outage. */
@@ -34,14 +36,19 @@ const readTypes: pg.CustomTypesConfig = {
 /**
  * The pg client config of a connector config. `application_name` is `ferry` so operators can
  * see the plugin's sessions in `pg_stat_activity`; `statement_timeout` is set per connection so a
- * stuck query fails retryably instead of holding a pipeline forever.
+ * stuck query fails retryably instead of holding a pipeline forever. Every connection's socket
+ * comes from the outbound policy (pg's `stream` factory): pg asks it to connect to the host it
+ * read from the config or the connection string, and the policy resolves that host, checks every
+ * address and connects only to a permitted one (a literal or a Unix socket path is checked before
+ * any socket exists). TLS, layered by pg on that socket, still verifies the configured name.
  */
-export function clientConfig(config: PostgresConfig, options: Pick<ConnectionOptions, 'connectTimeoutMs'>): pg.ClientConfig {
+export function clientConfig(config: PostgresConfig, options: Pick<ConnectionOptions, 'connectTimeoutMs' | 'outbound'>): pg.ClientConfig {
   const base: pg.ClientConfig = {
     application_name: 'ferry',
     statement_timeout: config.statement_timeout_ms ?? DEFAULT_STATEMENT_TIMEOUT_MS,
     connectionTimeoutMillis: options.connectTimeoutMs,
     types: readTypes,
+    stream: () => options.outbound.socket(),
   };
   // pg lets `sslmode` in a connection string win over `ssl`; an explicit `ssl` is passed only
   // when set, so a URL's own sslmode keeps working when the config says nothing.
@@ -114,6 +121,10 @@ export function isRecordError(error: unknown): boolean {
  */
 export function classifyError(error: unknown, side: Side): ConnectorError {
   if (error instanceof ConnectorError) return error;
+  // The outbound policy's refusal, if pg wrapped it: not retryable.
+  for (let cause = (error as { cause?: unknown } | null)?.cause, depth = 0; cause && depth < 5; cause = (cause as { cause?: unknown }).cause, depth++) {
+    if (cause instanceof ConnectorError) return cause;
+  }
   const where = side === 'source' || side === 'destination' ? `The ${side} database` : 'The database';
   const state = sqlState(error);
   const errno = errnoCode(error);

@@ -51,29 +51,29 @@ export function postgres(options: PostgresOptions = {}): PostgresConnector {
     directions: ['source', 'destination'],
     configSchema: postgresConfigSchema,
 
-    validateConfig: (config, direction) => validatePostgresConfig(config, direction),
+    validateConfig: (config, direction, outbound) => validatePostgresConfig(config, direction, outbound),
 
     check: (ctx) =>
       probeCheck(
         ctx.clock,
-        () => withClient(clientConfig(ctx.config, { connectTimeoutMs }), (client) => checkSide(client, ctx.config, ctx.direction)),
+        () => withClient(clientConfig(ctx.config, { connectTimeoutMs, outbound: ctx.outbound }), (client) => checkSide(client, ctx.config, ctx.direction)),
         (error) => classifyError(error, 'check'),
       ),
 
     source(ctx) {
       // Settings first: a config the engine should have refused fails before a pool exists.
       const settings = sourceSettings(ctx.config);
-      return postgresSource(createPool(ctx.config, { poolSize, connectTimeoutMs }), settings);
+      return postgresSource(createPool(ctx.config, { poolSize, connectTimeoutMs, outbound: ctx.outbound }), settings);
     },
 
     destination(ctx) {
       const settings = destinationSettings(ctx.config);
-      return postgresDestination(createPool(ctx.config, { poolSize, connectTimeoutMs }), settings);
+      return postgresDestination(createPool(ctx.config, { poolSize, connectTimeoutMs, outbound: ctx.outbound }), settings);
     },
 
     async rotate(ctx, input) {
       try {
-        return await rotatePostgres(ctx.config, input, connectTimeoutMs);
+        return await rotatePostgres(ctx.config, input, connectTimeoutMs, ctx.outbound);
       } catch (error) {
         if (error instanceof ConnectorError) throw error;
         throw new ConnectorError('rotation_failed', 'Rotation failed unexpectedly.', { retryable: false, cause: error });

@@ -8,7 +8,7 @@ import { postgres, type PostgresConfig } from './index.js';
 const plugin = postgres({ connectTimeoutMs: 3000 });
 const never = new AbortController().signal;
 
-const ctx = (config: PostgresConfig, direction: ConnectorDirection = 'destination') => connectorContext(config, { direction, connectorId: 'con_pg' });
+const ctx = (config: PostgresConfig, direction: ConnectorDirection = 'destination') => connectorContext(config, { direction, connectorId: 'con_pg', outboundAllow: ['127.0.0.1'] });
 /** A table every role may write: checks of a destination need one. */
 const CHECKED = 'check_target';
 

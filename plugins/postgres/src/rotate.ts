@@ -1,5 +1,5 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
-import { ConnectorError, type RotateInput } from '@ferry/core';
+import { ConnectorError, type ConnectorOutbound, type RotateInput } from '@ferry/core';
 import type { PostgresConfig } from './config.js';
 import { classifyError, clientConfig, withClient } from './connection.js';
 
@@ -54,7 +54,7 @@ export function withPassword(connectionString: string, password: string): string
  * Rotation (contract section 5.1). Supplied credentials are tried before they are accepted.
  * Without any, a new password is set with `ALTER ROLE` through `admin_connection_string`.
  */
-export async function rotatePostgres(config: PostgresConfig, input: RotateInput<PostgresConfig>, connectTimeoutMs: number): Promise<RotatedFields> {
+export async function rotatePostgres(config: PostgresConfig, input: RotateInput<PostgresConfig>, connectTimeoutMs: number, outbound: ConnectorOutbound): Promise<RotatedFields> {
   const supplied = input.config;
   if (supplied !== undefined) {
     const fields: RotatedFields = {};
@@ -78,7 +78,7 @@ export async function rotatePostgres(config: PostgresConfig, input: RotateInput<
       if (fields.password === undefined) delete next.password;
     }
     try {
-      await withClient(clientConfig(next, { connectTimeoutMs }), (client) => client.query('SELECT 1'));
+      await withClient(clientConfig(next, { connectTimeoutMs, outbound }), (client) => client.query('SELECT 1'));
     } catch (error) {
       const classified = classifyError(error, 'rotate');
       throw new ConnectorError(classified.code, `The supplied credentials do not work: ${classified.message}`, { retryable: false, cause: error });
@@ -94,7 +94,7 @@ export async function rotatePostgres(config: PostgresConfig, input: RotateInput<
   const password = generatePassword();
   try {
     await withClient(
-      clientConfig({ connection_string: config.admin_connection_string, ...(config.ssl !== undefined ? { ssl: config.ssl } : {}) }, { connectTimeoutMs }),
+      clientConfig({ connection_string: config.admin_connection_string, ...(config.ssl !== undefined ? { ssl: config.ssl } : {}) }, { connectTimeoutMs, outbound }),
       // ALTER ROLE takes no bind parameters: the role is quoted by pg's escapeIdentifier (any
       // role name is allowed here; it is not spliced as config text) and the verifier, which
       // only holds base64 and `$:`, is still passed through escapeLiteral.
