@@ -1,7 +1,9 @@
+import { createConnectorOutbound } from '@ferry/core';
 import { describe, expect, it } from 'vitest';
 import { validateSnowflakeConfig, type SnowflakeConfig } from './config.js';
 
-const codes = (config: SnowflakeConfig, direction: 'source' | 'destination') => validateSnowflakeConfig(config, direction).map((p) => `${p.pointer} ${p.code}`);
+/** Validation as an engine allowing 127.0.0.1 runs it. */
+const codes = (config: SnowflakeConfig, direction: 'source' | 'destination') => validateSnowflakeConfig(config, direction, createConnectorOutbound({ allow: ['127.0.0.1'] })).map((p) => `${p.pointer} ${p.code}`);
 const base = { account: 'myorg-acct', username: 'loader', password: 'pw' };
 const key = '-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n';
 const encrypted = '-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIE\n-----END ENCRYPTED PRIVATE KEY-----\n';
@@ -28,8 +30,8 @@ describe('validateSnowflakeConfig', () => {
     expect(codes({ ...base, table: 'my table' }, 'destination')).toEqual(['/table invalid_identifier']);
     expect(codes({ ...base, table: 't', cursor_column: 'se"q', type: 't' }, 'source')).toEqual(['/cursor_column invalid_identifier']);
     expect(codes({ ...base, table: 't', access_url: 'ftp://x' }, 'destination')).toEqual(['/access_url format']);
-    // A password must not cross a network in clear: http:// only to loopback.
-    expect(codes({ ...base, table: 't', access_url: 'http://myorg-acct.snowflakecomputing.com' }, 'destination')).toEqual(['/access_url format']);
+    // A password must not cross a network in clear: http:// only to a host the engine allows.
+    expect(codes({ ...base, table: 't', access_url: 'http://myorg-acct.snowflakecomputing.com' }, 'destination')).toEqual(['/access_url url_not_allowed']);
     expect(codes({ ...base, table: 't', access_url: 'https://myorg-acct.privatelink.snowflakecomputing.com' }, 'destination')).toEqual([]);
     expect(codes({ ...base, table: 't', access_url: 'http://127.0.0.1:8080' }, 'destination')).toEqual([]);
   });

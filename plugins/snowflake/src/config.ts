@@ -1,4 +1,4 @@
-import { Secret, type ConnectorDirection } from '@ferry/core';
+import { Secret, type ConnectorDirection, type ConnectorOutbound } from '@ferry/core';
 import { Type, type Static } from '@sinclair/typebox';
 import { isIdentifier, parseObjectName } from './identifiers.js';
 
@@ -50,8 +50,13 @@ export interface ConfigProblem {
   detail: string;
 }
 
-/** Rules the schema cannot say: how to log in, and what each direction needs. Details never hold a value. */
-export function validateSnowflakeConfig(config: SnowflakeConfig, direction: ConnectorDirection): ConfigProblem[] {
+/**
+ * Rules the schema cannot say: how to log in, and what each direction needs. Details never hold
+ * a value. With the engine's `outbound` policy, an `access_url` it refuses whatever DNS says
+ * (http to a host not allowed, a literal private, loopback or metadata address, `localhost`) is
+ * a `url_not_allowed` problem.
+ */
+export function validateSnowflakeConfig(config: SnowflakeConfig, direction: ConnectorDirection, outbound?: ConnectorOutbound): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const problem = (pointer: string, code: string, detail: string) => problems.push({ pointer, code, detail });
 
@@ -65,7 +70,12 @@ export function validateSnowflakeConfig(config: SnowflakeConfig, direction: Conn
     problem('/private_key_passphrase', 'required', 'The private_key is encrypted: give its private_key_passphrase.');
   }
   if (config.access_url !== undefined && !isAccessUrl(config.access_url)) {
-    problem('/access_url', 'format', 'Expected an https:// URL (http:// only to a loopback address: a password must not cross a network in clear).');
+    problem('/access_url', 'format', 'Expected an https:// URL.');
+  } else if (config.access_url !== undefined && outbound) {
+    // https unless the host is allowed (a password must not cross a network in clear), and no
+    // literal private, loopback or metadata address or localhost unless allowed.
+    const refused = outbound.urlProblem(config.access_url);
+    if (refused) problem('/access_url', 'url_not_allowed', refused);
   }
   if (config.table !== undefined && parseObjectName(config.table) === null) {
     problem('/table', 'invalid_identifier', 'Expected `table`, `schema.table` or `database.schema.table`: letters, digits, `_` or `$`, starting with a letter or `_`.');
@@ -90,12 +100,11 @@ export function validateSnowflakeConfig(config: SnowflakeConfig, direction: Conn
   return problems;
 }
 
-/** An https:// URL, or an http:// one to a loopback address (a test server, a local proxy). */
+/** An http:// or https:// URL; which of them may be used is the outbound policy's to say. */
 function isAccessUrl(text: string): boolean {
   try {
     const url = new URL(text);
-    if (url.protocol === 'https:') return true;
-    return url.protocol === 'http:' && (url.hostname === 'localhost' || url.hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(url.hostname));
+    return url.protocol === 'https:' || url.protocol === 'http:';
   } catch {
     return false;
   }

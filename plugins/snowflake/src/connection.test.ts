@@ -1,9 +1,12 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { connectorContext } from '@ferry/testing';
+import { connectorContext, type ConnectorContextOptions } from '@ferry/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyError, isRecordError } from './connection.js';
 import { snowflake } from './index.js';
+
+/** The test servers listen on loopback: an engine reaching them allows 127.0.0.1. */
+const loopbackContext = <T,>(config: T, options: ConnectorContextOptions = {}) => connectorContext(config, { outboundAllow: ['127.0.0.1'], ...options });
 
 const failure = (code: string | number, sqlState?: string, name = 'OperationFailedError') => Object.assign(new Error(`failure ${code}`), { code, sqlState, name });
 
@@ -48,6 +51,6 @@ describe('loginTimeoutMs', () => {
   it('bounds a login that gets no answer: a retryable timeout', async () => {
     const plugin = snowflake({ loginTimeoutMs: 300, loginRetries: 0 });
     const config = { account: 'a', username: 'u', password: 'p', access_url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, table: 't' };
-    expect(await plugin.check!(connectorContext(config))).toMatchObject({ health: 'down', error: { code: 'timeout' } });
+    expect(await plugin.check!(loopbackContext(config))).toMatchObject({ health: 'down', error: { code: 'timeout' } });
   }, 10_000);
 });

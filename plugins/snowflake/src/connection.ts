@@ -1,6 +1,7 @@
-import { ConnectorError } from '@ferry/core';
+import { ConnectorError, type ConnectorOutbound } from '@ferry/core';
 import snowflake from 'snowflake-sdk';
 import type { SnowflakeConfig } from './config.js';
+import { policyAgents, type PolicyAgents } from './outbound.js';
 
 /** How connections are opened and statements bounded, from the plugin's options. */
 export interface ConnectionOptions {
@@ -64,14 +65,23 @@ export function driverOptions(config: SnowflakeConfig, options: ConnectionOption
  * a connection that fails every statement. A connection that does not log in is destroyed, so
  * its keep-alive sockets are released.
  */
-export async function openConnection(config: SnowflakeConfig, options: ConnectionOptions): Promise<snowflake.Connection> {
+export async function openConnection(config: SnowflakeConfig, options: ConnectionOptions, outbound: ConnectorOutbound): Promise<snowflake.Connection> {
+  if (config.access_url !== undefined) {
+    // Refused before the driver starts: https unless allowed, and the host checked by what it
+    // resolves to now (the agents check it again on every connection).
+    const url = outbound.assertUrl(config.access_url);
+    await outbound.resolve(url.hostname);
+  }
+  const agents = policyAgents(outbound);
   let connection: snowflake.Connection;
   try {
-    connection = snowflake.createConnection(driverOptions(config, options));
+    connection = snowflake.createConnection({ ...driverOptions(config, options), ...({ agentClass: agents.agentClass } as object) });
   } catch (error) {
+    agents.destroy();
     // The driver checks its options as it creates the connection: a key it cannot parse, say.
     throw new ConnectorError('configuration_invalid', `The snowflake driver refused the connection settings: ${safeMessage(error)}`, { retryable: false, cause: error });
   }
+  connectionAgents.set(connection, agents);
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
@@ -91,6 +101,9 @@ export async function openConnection(config: SnowflakeConfig, options: Connectio
   return connection;
 }
 
+/** The policy agents of each open connection, destroyed with it. */
+const connectionAgents = new WeakMap<snowflake.Connection, PolicyAgents>();
+
 /** Longest a logout may take before a close stops waiting for it, in milliseconds. */
 const LOGOUT_WAIT_MS = 5_000;
 
@@ -106,6 +119,7 @@ export function closeConnection(connection: snowflake.Connection): Promise<void>
     timer.unref();
     const done = () => {
       clearTimeout(timer);
+      connectionAgents.get(connection)?.destroy();
       resolve();
     };
     try {
@@ -195,12 +209,13 @@ export class SnowflakeSession {
   constructor(
     private readonly config: SnowflakeConfig,
     private readonly options: ConnectionOptions,
+    private readonly outbound: ConnectorOutbound,
   ) {}
 
   /** Runs a statement on the session, logging in first when needed. */
   async run(sqlText: string, binds?: Bind[] | Bind[][], signal?: AbortSignal): Promise<StatementResult> {
     if (this.closed) throw new ConnectorError('closed', 'The connector was closed.', { retryable: true });
-    const pending = (this.connection ??= openConnection(this.config, this.options));
+    const pending = (this.connection ??= openConnection(this.config, this.options, this.outbound));
     let connection: snowflake.Connection;
     try {
       connection = await pending;
@@ -281,6 +296,8 @@ export function isRecordError(error: unknown): boolean {
  */
 export function classifyError(error: unknown, side: Side): ConnectorError {
   if (error instanceof ConnectorError) return error;
+  const refused = policyRefusal(error);
+  if (refused) return refused;
   const where = side === 'source' || side === 'destination' ? `The ${side} account` : 'The account';
   const unavailable = side === 'source' ? 'source_unavailable' : side === 'destination' ? 'destination_unavailable' : 'unavailable';
   const retry = (code: string, message: string) => new ConnectorError(code, message, { retryable: true, cause: error });
@@ -316,4 +333,23 @@ export function classifyError(error: unknown, side: Side): ConnectorError {
 export function safeMessage(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return message.slice(0, 500);
+}
+
+/**
+ * The outbound policy's refusal inside a driver error (the driver and axios wrap the socket's
+ * error, keeping it as a cause or only its `code`), as a non-retryable `url_not_allowed`.
+ */
+function policyRefusal(error: unknown): ConnectorError | undefined {
+  const queue: unknown[] = [error];
+  for (let seen = 0; queue.length > 0 && seen < 20; seen++) {
+    const current = queue.shift();
+    if (!current || typeof current !== 'object') continue;
+    if (current instanceof ConnectorError && current.code === 'url_not_allowed') return current;
+    const e = current as { code?: unknown; cause?: unknown; err?: unknown; errors?: unknown };
+    if (e.code === 'url_not_allowed') {
+      return new ConnectorError('url_not_allowed', 'The account URL is not allowed: it is, or resolves to, a private, loopback or reserved address.', { retryable: false, cause: error });
+    }
+    queue.push(e.cause, e.err, ...(Array.isArray(e.errors) ? e.errors : []));
+  }
+  return undefined;
 }

@@ -1,5 +1,5 @@
 import sdk from 'snowflake-sdk';
-import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition } from '@ferry/core';
+import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition, type ConnectorOutbound } from '@ferry/core';
 import { checkSide } from './check.js';
 import { snowflakeConfigSchema, validateSnowflakeConfig, type SnowflakeConfig } from './config.js';
 import { classifyError, SnowflakeSession, type ConnectionOptions } from './connection.js';
@@ -65,8 +65,8 @@ export function snowflake(options: SnowflakeOptions = {}): SnowflakeConnector {
   sdk.configure({ logLevel: options.driverLogLevel ?? 'OFF' });
 
   /** Runs `work` on a session of its own, ended afterwards whatever happens. */
-  const withSession = async <T>(config: SnowflakeConfig, work: (session: SnowflakeSession) => Promise<T>): Promise<T> => {
-    const session = new SnowflakeSession(config, connection);
+  const withSession = async <T>(config: SnowflakeConfig, outbound: ConnectorOutbound, work: (session: SnowflakeSession) => Promise<T>): Promise<T> => {
+    const session = new SnowflakeSession(config, connection, outbound);
     try {
       return await work(session);
     } finally {
@@ -80,24 +80,24 @@ export function snowflake(options: SnowflakeOptions = {}): SnowflakeConnector {
     directions: ['source', 'destination'],
     configSchema: snowflakeConfigSchema,
 
-    validateConfig: (config, direction) => validateSnowflakeConfig(config, direction),
+    validateConfig: (config, direction, outbound) => validateSnowflakeConfig(config, direction, outbound),
 
     check: (ctx) =>
       probeCheck(
         ctx.clock,
-        () => withSession(ctx.config, (session) => checkSide(session, ctx.config, ctx.direction)),
+        () => withSession(ctx.config, ctx.outbound, (session) => checkSide(session, ctx.config, ctx.direction)),
         (error) => classifyError(error, 'check'),
       ),
 
     source(ctx) {
       // Settings first: a config the engine should have refused fails before any session.
       const settings = sourceSettings(ctx.config);
-      return snowflakeSource(new SnowflakeSession(ctx.config, connection), settings);
+      return snowflakeSource(new SnowflakeSession(ctx.config, connection, ctx.outbound), settings);
     },
 
     destination(ctx) {
       const settings = destinationSettings(ctx.config);
-      return snowflakeDestination(new SnowflakeSession(ctx.config, connection), settings);
+      return snowflakeDestination(new SnowflakeSession(ctx.config, connection, ctx.outbound), settings);
     },
 
     /**
@@ -120,7 +120,7 @@ export function snowflake(options: SnowflakeOptions = {}): SnowflakeConnector {
       }
       const next: SnowflakeConfig = { ...ctx.config, ...fields };
       try {
-        await withSession(next, (session) => session.run('SELECT 1'));
+        await withSession(next, ctx.outbound, (session) => session.run('SELECT 1'));
       } catch (error) {
         const classified = classifyError(error, 'rotate');
         throw new ConnectorError(classified.code, `The supplied credentials do not work: ${classified.message}`, { retryable: false, cause: error });

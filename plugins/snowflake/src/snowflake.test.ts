@@ -1,9 +1,12 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { ConnectorError, type DestinationEvent, type JsonObject, type PullSource } from '@ferry/core';
-import { connectorContext, startTestSnowflake, type TestSnowflake } from '@ferry/testing';
+import { connectorContext, startTestSnowflake, type ConnectorContextOptions, type TestSnowflake } from '@ferry/testing';
 import { Value } from '@sinclair/typebox/value';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_PAYLOAD_BYTES, MAX_STATEMENT_BYTES, snowflake, snowflakeConfigSchema, type SnowflakeConfig } from './index.js';
+
+/** The test servers listen on loopback: an engine reaching them allows 127.0.0.1. */
+const loopbackContext = <T,>(config: T, options: ConnectorContextOptions = {}) => connectorContext(config, { outboundAllow: ['127.0.0.1'], ...options });
 
 let sf: TestSnowflake;
 let tables = 0;
@@ -28,7 +31,7 @@ const createDestination = async (table: string) =>
   sf.query(`CREATE TABLE ${table} (id varchar NOT NULL, type varchar NOT NULL, occurred_at timestamp_tz NOT NULL, payload variant)`);
 
 async function write(config: JsonObject, events: DestinationEvent[], signal = new AbortController().signal) {
-  const writer = await plugin.destination!(connectorContext(withDefaults(config)));
+  const writer = await plugin.destination!(loopbackContext(withDefaults(config)));
   try {
     return await writer.write(events, signal);
   } finally {
@@ -37,7 +40,7 @@ async function write(config: JsonObject, events: DestinationEvent[], signal = ne
 }
 
 async function read(config: JsonObject, checkpoint: string | null = null, max = 100) {
-  const source = (await plugin.source!(connectorContext(withDefaults(config), { direction: 'source' }))) as PullSource;
+  const source = (await plugin.source!(loopbackContext(withDefaults(config), { direction: 'source' }))) as PullSource;
   try {
     return await source.read(checkpoint, max, new AbortController().signal);
   } finally {
@@ -45,7 +48,7 @@ async function read(config: JsonObject, checkpoint: string | null = null, max = 
   }
 }
 
-const check = (config: JsonObject, direction: 'source' | 'destination' = 'destination') => plugin.check!(connectorContext(withDefaults(config), { direction }));
+const check = (config: JsonObject, direction: 'source' | 'destination' = 'destination') => plugin.check!(loopbackContext(withDefaults(config), { direction }));
 
 /** A fresh RSA key pair, the private key encrypted with `passphrase` as `openssl pkcs8 -v2 aes256` writes it. */
 function keyPair(passphrase: string) {
@@ -150,7 +153,7 @@ describe('snowflake destination', () => {
   it('logs in again after the server ended its session: one retryable failure, then the next write lands', async () => {
     const table = freshTable();
     await createDestination(table);
-    const writer = await plugin.destination!(connectorContext(withDefaults({ ...login(), table })));
+    const writer = await plugin.destination!(loopbackContext(withDefaults({ ...login(), table })));
     const signal = new AbortController().signal;
     try {
       await writer.write([event(1)], signal);
@@ -169,7 +172,7 @@ describe('snowflake destination', () => {
     const table = freshTable();
     await createDestination(table);
     const open = sf.sessionCount();
-    const writer = await plugin.destination!(connectorContext(withDefaults({ ...login(), table })));
+    const writer = await plugin.destination!(loopbackContext(withDefaults({ ...login(), table })));
     await writer.write([event(1)], new AbortController().signal);
     expect(sf.sessionCount()).toBe(open + 1);
     const aborted = new AbortController();
@@ -243,7 +246,7 @@ describe('snowflake source', () => {
   it('cancels a running read when its signal aborts, and one past statementTimeoutMs, both retryable', async () => {
     const slow = { ...login(), query: 'SELECT 1 AS seq FROM (SELECT pg_sleep(60)) AS s', cursor_column: 'seq', type: 't' };
     const open = sf.sessionCount();
-    const source = (await plugin.source!(connectorContext(withDefaults(slow), { direction: 'source' }))) as PullSource;
+    const source = (await plugin.source!(loopbackContext(withDefaults(slow), { direction: 'source' }))) as PullSource;
     const controller = new AbortController();
     const reading = source.read(null, 10, controller.signal);
     // Abort once Postgres runs it: each look is a query, no sleep.
@@ -253,7 +256,7 @@ describe('snowflake source', () => {
     await source.close?.();
 
     const bounded = snowflake({ loginTimeoutMs: 3000, loginRetries: 0, statementTimeoutMs: 200 });
-    const timed = (await bounded.source!(connectorContext(withDefaults(slow), { direction: 'source' }))) as PullSource;
+    const timed = (await bounded.source!(loopbackContext(withDefaults(slow), { direction: 'source' }))) as PullSource;
     await expect(timed.read(null, 10, new AbortController().signal)).rejects.toMatchObject({ code: 'timeout', retryable: true });
     await timed.close?.();
     // Both sessions were given up and logged out; the server cancelled their statements.
@@ -306,7 +309,7 @@ describe('snowflake login', () => {
     const after = keyPair('two');
     // Snowflake's second key slot (RSA_PUBLIC_KEY_2) holds the new key while the old one works.
     sf.setUser('rotating_key', { publicKey: after.publicKey });
-    const ctx = connectorContext(config);
+    const ctx = loopbackContext(config);
     const fields = await plugin.rotate!(ctx, { config: { private_key: after.privateKey, private_key_passphrase: 'two' } });
     expect(fields).toEqual({ private_key: after.privateKey, private_key_passphrase: 'two' });
     await expect(plugin.rotate!(ctx, { config: { password: 'x' } })).rejects.toMatchObject({ code: 'configuration_invalid' });
