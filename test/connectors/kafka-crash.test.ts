@@ -47,7 +47,7 @@ describe('kafka destination survives SIGKILL', () => {
     // The API side, on the engines' SQLite file: it creates the pipeline and runs nothing.
     const filename = join(mkdtempSync(join(tmpdir(), 'ferry-kafka-crash-')), 'ferry.db');
     const secretKey = generateSecretKey();
-    const api = await createEngine({ storage: sqlite({ filename }), secretKey, runtime: false, webhookDelivery: false, plugins: [postgres(), kafka()] });
+    const api = await createEngine({ storage: sqlite({ filename }), secretKey, runtime: false, webhookDelivery: false, plugins: [postgres(), kafka()], outboundAllow: ['127.0.0.1'] });
     await api.start();
     cleanup.push(() => api.stop());
     const source = await api.connectors.create(WS, { type: 'postgres', direction: 'source', config: { connection_string: dataUrl, table: 'orders', cursor_column: 'id', type: 'order.created' } });

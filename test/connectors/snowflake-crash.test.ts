@@ -50,7 +50,7 @@ describe('snowflake destination survives SIGKILL', () => {
     // The API side, on the engines' SQLite file: it creates the pipeline and runs nothing.
     const filename = join(mkdtempSync(join(tmpdir(), 'ferry-snowflake-crash-')), 'ferry.db');
     const secretKey = generateSecretKey();
-    const api = await createEngine({ storage: sqlite({ filename }), secretKey, runtime: false, webhookDelivery: false, plugins: [postgres(), snowflake()] });
+    const api = await createEngine({ storage: sqlite({ filename }), secretKey, runtime: false, webhookDelivery: false, plugins: [postgres(), snowflake()], outboundAllow: ['127.0.0.1'] });
     await api.start();
     cleanup.push(() => api.stop());
     const source = await api.connectors.create(WS, { type: 'postgres', direction: 'source', config: { connection_string: dataUrl, table: 'orders', cursor_column: 'id', type: 'order.created' } });

@@ -101,5 +101,6 @@ describeMatrix(
       }
     }, 180_000);
   },
-  { plugins: [postgres(), kafka({ consumer: { sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, maxWaitTimeMs: 100 } }), s3()] },
+  // The test servers listen on loopback, which the outbound policy refuses unless allowed.
+  { plugins: [postgres(), kafka({ consumer: { sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, maxWaitTimeMs: 100 } }), s3()], outboundAllow: ['127.0.0.1'] },
 );

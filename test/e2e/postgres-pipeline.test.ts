@@ -88,5 +88,6 @@ describeMatrix(
       }
     }, 120_000);
   },
-  { plugins: [postgres()] },
+  // The test Postgres listens on loopback, which the outbound policy refuses unless allowed.
+  { plugins: [postgres()], outboundAllow: ['127.0.0.1'] },
 );

@@ -48,6 +48,8 @@ it('rotates a connector with ALTER ROLE while a pipeline streams 100,000 rows: e
       secretKey: generateSecretKey(),
       clock,
       plugins: [postgres()],
+      // The test Postgres listens on loopback, which the outbound policy refuses unless allowed.
+      outboundAllow: ['127.0.0.1'],
       runtime: { pollIntervalMs: 60_000, leaseTtlMs: 1_800_000 },
       webhookDelivery: false,
     });

@@ -100,5 +100,6 @@ describeMatrix(
       }
     }, 180_000);
   },
-  { plugins: [postgres(), snowflake()] },
+  // The test servers listen on loopback, which the outbound policy refuses unless allowed.
+  { plugins: [postgres(), snowflake()], outboundAllow: ['127.0.0.1'] },
 );
