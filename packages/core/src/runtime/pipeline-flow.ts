@@ -382,6 +382,7 @@ export class PipelineFlow {
           }
           restart = new AbortController();
           const reader = this.conns!.reader as PushSource;
+          const woken = this.wake.signal;
           try {
             await reader.consume(this.checkpoint, handler, AbortSignal.any([consuming.signal, restart.signal]));
             if (consuming.signal.aborted || !restart.signal.aborted) return;
@@ -390,7 +391,7 @@ export class PipelineFlow {
             if (restart.signal.aborted) continue;
             if (error instanceof Stop) return;
             // The source itself broke (its connection dropped): count it and start it again from the checkpoint.
-            await this.failure('source', error, this.fore);
+            await this.failure('source', error, this.fore, woken);
           }
         }
       };
@@ -483,6 +484,8 @@ export class PipelineFlow {
       if (this.hard.signal.aborted) throw new Stop('aborted');
       // The commit behind this batch failed for good: nothing prepared after it may be written or committed.
       if (lane === this.fore && this.commitFailed !== undefined) throw this.commitFailed;
+      // A change made while this attempt runs may be the fix: it must cut the wait after a failure short.
+      const woken = this.wake.signal;
       try {
         const value = await fn();
         await this.succeeded(stage);
@@ -494,7 +497,7 @@ export class PipelineFlow {
           throw new Stop('lease lost');
         }
         if (this.hard.signal.aborted) throw new Stop('aborted');
-        await this.failure(stage, error, lane);
+        await this.failure(stage, error, lane, woken);
       }
     }
   }
@@ -519,8 +522,13 @@ export class PipelineFlow {
     return this.announcing;
   }
 
-  /** Counts a failure, reports it, and waits before the next attempt (or throws when the budget is spent). */
-  private async failure(stage: 'source' | 'destination' | 'storage', error: unknown, lane: Lane): Promise<void> {
+  /**
+   * Counts a failure, reports it, and waits before the next attempt (or throws when the budget is
+   * spent). `woken` is the wake signal as it was when the attempt started: a poke that came
+   * while the attempt ran or while the failure was being reported (a pause, a config fix) ends
+   * the wait at once, instead of being lost to a wait that starts after it.
+   */
+  private async failure(stage: 'source' | 'destination' | 'storage', error: unknown, lane: Lane, woken: AbortSignal = this.wake.signal): Promise<void> {
     const flow = error instanceof FlowError ? error : stage === 'storage' ? storageFlowError(error) : toFlowError(stage, error, this.conns?.scrub ?? ((t) => t));
     const failures = ++lane.failures;
     const side = flow.stage === 'source' ? this.conns?.source : flow.stage === 'destination' ? this.conns?.destination : undefined;
@@ -542,7 +550,7 @@ export class PipelineFlow {
     // broken pipeline costs one attempt a minute, not a burst.
     const delay = flow.retryable ? backoffDelay(this.deps.options.retry, failures) : backoffDelay(this.deps.options.retry, MAX_BACKOFF_ATTEMPT);
     try {
-      await sleep(this.deps.ctx.clock, delay, AbortSignal.any([this.stopper.signal, this.wake.signal]));
+      await sleep(this.deps.ctx.clock, delay, AbortSignal.any([this.stopper.signal, woken, this.wake.signal]));
     } catch {
       if (this.stopper.signal.aborted) throw new Stop('stopped');
     }
