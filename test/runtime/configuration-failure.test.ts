@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, sqlite, type Engine, type PlatformEvent, type Pipeline, type RuntimeOptions } from '@ferry/core';
+import { createEngine, generateSecretKey, sqlite, type Engine, type JsonObject, type PlatformEvent, type Pipeline, type RuntimeOptions } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
 import { MemoryHub, memoryConnector, eventually, getSharedTestPostgres, VirtualClock } from '@ferry/testing';
 import pg from 'pg';
@@ -22,7 +22,7 @@ describe('a non-retryable configuration failure', () => {
     await Promise.all(engines.splice(0).map((e) => e.stop()));
   });
 
-  async function setup(runtime: Partial<RuntimeOptions> = {}, destination: { type: string; config: Record<string, unknown> } = { type: 'memory', config: { name: 'out' } }) {
+  async function setup(runtime: Partial<RuntimeOptions> = {}, destination: { type: string; config: JsonObject } = { type: 'memory', config: { name: 'out' } }) {
     const clock = new VirtualClock(undefined, { settleRealMs: 1 });
     const hub = new MemoryHub({ clock });
     const filename = join(mkdtempSync(join(tmpdir(), 'ferry-config-failure-')), 'ferry.db');
