@@ -31,6 +31,8 @@ runConnectorSuite('jsonl_file', {
   // A directory that does not exist: a volume that is not mounted.
   unreachable: async () => ({ path: join(tmpdir(), `ferry-jsonl-missing-${process.pid}`, 'nowhere', 'events.jsonl'), signing_key: KEY }),
   rotation: { config: async () => ({ path: await freshPath(), signing_key: KEY }) },
+  // Files only: no host, no socket, nothing for the outbound policy to refuse.
+  network: false,
 });
 
 /** A context as the engine builds one, for the cases the suite does not cover. */
