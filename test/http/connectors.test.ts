@@ -200,6 +200,22 @@ describeMatrix('connectors', (ctx) => {
     });
   });
 
+  it('an idempotent create that showed a secret is stored sealed, and replayed in clear', async () => {
+    const key = `sealed-${unique()}`;
+    const body = { type: 'webhook', direction: 'source', config: {} };
+    const first = await ctx.api.request('POST', '/v2/connectors', { body, headers: { 'idempotency-key': key } });
+    const secret = first.body.config.signing_secret as string;
+    const replay = await ctx.api.request('POST', '/v2/connectors', { body, headers: { 'idempotency-key': key } });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body).toEqual(first.body);
+    // What storage holds: nothing of the secret, nor of the rest of the answer.
+    const rows = await ctx.api.engine.storage.knex('idempotency_keys').where({ key }).select('response_body');
+    expect(rows).toHaveLength(1);
+    expect(rows[0].response_body).not.toContain(secret);
+    expect(rows[0].response_body).not.toContain(first.body.id);
+    expect(rows[0].response_body).toMatch(/^v1\./);
+  });
+
   it('POST .../rotate: postgres needs the new password in the body (400 without), and pauses then resumes active pipelines', async () => {
     const src = await createConnector(ctx.api, { direction: 'source' });
     const dst = await createConnector(ctx.api, { direction: 'destination' });

@@ -4,6 +4,7 @@ import type { EngineContext } from './engine-context.js';
 import { ApiKeysService } from './services/api-keys-service.js';
 import { ConnectorsService } from './services/connectors-service.js';
 import { EventsService } from './services/events-service.js';
+import { IdempotencyService } from './services/idempotency-service.js';
 import { IngestService } from './services/ingest-service.js';
 import { PipelinesService } from './services/pipelines-service.js';
 import { WebhooksService } from './services/webhooks-service.js';
@@ -34,5 +35,6 @@ export function createEngineContainer(context: EngineContext): DependencyContain
   singleton(EventsService);
   singleton(WebhooksService);
   singleton(IngestService);
+  singleton(IdempotencyService);
   return c;
 }

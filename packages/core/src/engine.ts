@@ -17,6 +17,7 @@ import type { FerryPlugin } from './plugin/types.js';
 import { ApiKeysService } from './services/api-keys-service.js';
 import { ConnectorsService } from './services/connectors-service.js';
 import { EventsService } from './services/events-service.js';
+import { IdempotencyService } from './services/idempotency-service.js';
 import { IngestService } from './services/ingest-service.js';
 import { PipelinesService } from './services/pipelines-service.js';
 import { WebhooksService } from './services/webhooks-service.js';
@@ -91,6 +92,11 @@ export class Engine {
   readonly ingest: IngestService;
   /** Workspaces. */
   readonly workspaces: WorkspacesService;
+  /**
+   * `Idempotency-Key` records, their stored answers sealed. For HTTP layers such as @ferry/http;
+   * an application calling the services directly has no use for it.
+   */
+  readonly idempotency: IdempotencyService;
   /** Every platform event this engine records, after commit, as an RxJS stream. */
   readonly platformEvents$: Observable<PlatformEvent>;
   /** This instance's id as a lease holder. */
@@ -156,6 +162,7 @@ export class Engine {
     this.apiKeys = this.guard(this.container.resolve(ApiKeysService));
     this.workspaces = this.guard(this.container.resolve(WorkspacesService));
     this.ingest = this.guard(this.container.resolve(IngestService));
+    this.idempotency = this.guard(this.container.resolve(IdempotencyService));
     const connectors = this.container.resolve(ConnectorsService);
     const pipelines = this.container.resolve(PipelinesService);
     this.runtime = new PipelineRuntime(context, connectors, pipelines, resolveRuntimeOptions(options.runtime));

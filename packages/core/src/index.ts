@@ -72,6 +72,7 @@ export type { WebhooksService } from './services/webhooks-service.js';
 export type { ApiKeysService } from './services/api-keys-service.js';
 export type { WorkspacesService } from './services/workspaces-service.js';
 export { MAX_INGEST_EVENTS, type IngestService, type IngestResult } from './services/ingest-service.js';
+export type { IdempotencyClaim, IdempotencyService, IdempotentResponse } from './services/idempotency-service.js';
 export type { PlatformEventListener } from './platform-event-bus.js';
 
 export { defineConnector, defineTransform } from './plugin/define.js';

@@ -50,10 +50,10 @@ export async function withIdempotency(
   hash: string,
   run: () => Promise<HttpResponse>,
 ): Promise<HttpResponse> {
-  const repo = engine.storage.repos.idempotency;
+  const records = engine.idempotency;
   const now = engine.clock.now();
   const owner = randomUUID();
-  const begun = await repo.begin(
+  const begun = await records.begin(
     {
       api_key_id: auth.api_key_id,
       key,
@@ -84,15 +84,15 @@ export async function withIdempotency(
   try {
     response = await run();
   } catch (error) {
-    await repo.abandon(auth.api_key_id, key, owner).catch(() => undefined);
+    await records.abandon(auth.api_key_id, key, owner).catch(() => undefined);
     throw error;
   }
   if (response.status === 400 || response.status >= 500) {
-    await repo.abandon(auth.api_key_id, key, owner).catch(() => undefined);
+    await records.abandon(auth.api_key_id, key, owner).catch(() => undefined);
   } else {
     const headers: Record<string, string> = {};
     for (const name of STORED_HEADERS) if (response.headers[name] !== undefined) headers[name] = response.headers[name];
-    await repo.complete(auth.api_key_id, key, owner, { status: response.status, headers, body: response.body ?? '' });
+    await records.complete(auth.api_key_id, key, owner, { status: response.status, headers, body: response.body ?? '' });
   }
   return response;
 }
