@@ -190,14 +190,48 @@ describeMatrix('connectors', (ctx) => {
     expectProblem(withBody, 400, 'validation_failed');
   });
 
-  it('POST .../rotate: a webhook generates a new secret without a body (200 { connector, rotation })', async () => {
+  it('POST .../rotate: a webhook generates a new secret without a body, shown once (200 { connector, rotation })', async () => {
     const c = await createConnector(ctx.api, { type: 'webhook', direction: 'source', config: {} });
     const res = await ctx.api.request('POST', `/v2/connectors/${c.id}/rotate`);
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({
-      connector: { id: c.id, config: { signing_secret: '********' } },
+      connector: { id: c.id, config: { signing_secret: expect.stringMatching(/^whsec_/) } },
       rotation: { status: 'completed', paused_pipeline_ids: [], started_at: expect.stringMatching(ISO), completed_at: expect.stringMatching(ISO) },
     });
+    const generated = res.body.connector.config.signing_secret as string;
+    expect(generated).not.toBe(c.config.signing_secret);
+    expect((await ctx.api.request('GET', `/v2/connectors/${c.id}/signing-secret`)).body).toEqual({ signing_secret: generated });
+    expect((await ctx.api.request('GET', `/v2/connectors/${c.id}`)).body.config.signing_secret).toBe('********');
+    // A secret the caller supplies is theirs already: never echoed.
+    const supplied = 'whsec_c3VwcGxpZWQtc3VwcGxpZWQtc3VwcGxpZWQtc3VwcA==';
+    const again = await ctx.api.request('POST', `/v2/connectors/${c.id}/rotate`, { body: { config: { signing_secret: supplied } } });
+    expect(again.body.connector.config.signing_secret).toBe('********');
+    expect(again.text).not.toContain(supplied);
+  });
+
+  it('a generated signing secret is shown in the create response, then only by GET .../signing-secret', async () => {
+    const created = await ctx.api.request('POST', '/v2/connectors', { body: { type: 'webhook', direction: 'source', config: {} }, headers: { 'idempotency-key': `sig-${unique()}` } });
+    expect(created.status, created.text).toBe(201);
+    const secret = created.body.config.signing_secret as string;
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    const id = created.body.id as string;
+    expect((await ctx.api.request('GET', `/v2/connectors/${id}`)).body.config.signing_secret).toBe('********');
+    expect((await ctx.api.request('GET', '/v2/connectors?type=webhook')).text).not.toContain(secret);
+    const read = await ctx.api.request('GET', `/v2/connectors/${id}/signing-secret`);
+    expect(read.status, read.text).toBe(200);
+    expect(read.body).toEqual({ signing_secret: secret });
+    // Write scope, like a subscription's secret: a read key may not see it.
+    const reader = await ctx.api.key(['read']);
+    expectProblem(await ctx.api.request('GET', `/v2/connectors/${id}/signing-secret`, { key: reader }), 403, 'forbidden');
+    // Other types have none; another workspace's connector is not found.
+    const pg = await createConnector(ctx.api, { direction: 'source' });
+    expectProblem(await ctx.api.request('GET', `/v2/connectors/${pg.id}/signing-secret`), 404, 'not_found');
+    const other = await ctx.api.key(['write'], `other-${unique()}`);
+    expectProblem(await ctx.api.request('GET', `/v2/connectors/${id}/signing-secret`, { key: other }), 404, 'not_found');
+    // A supplied secret is not echoed by create either.
+    const given = 'whsec_Z2l2ZW4tZ2l2ZW4tZ2l2ZW4tZ2l2ZW4tZ2l2ZW4tZ2k=';
+    const supplied = await ctx.api.request('POST', '/v2/connectors', { body: { type: 'webhook', direction: 'source', config: { signing_secret: given } } });
+    expect(supplied.text).not.toContain(given);
   });
 
   it('an idempotent create that showed a secret is stored sealed, and replayed in clear', async () => {

@@ -118,7 +118,7 @@ export interface TestApi {
  * packages and come to the API with issue 6; these only mimic their config shapes:
  *
  * - `webhook`: every direction; `{ signing_secret?: secret, url?: string }`; a signing secret is
- *   generated when omitted, and body-less rotation generates a new one.
+ *   generated when omitted (and shown once), and body-less rotation generates a new one.
  * - `postgres`: source or destination; `{ host, password: secret, database? }`; the check is
  *   healthy unless `host` is `down.invalid` (then a retryable `ConnectorError`); rotation needs
  *   a new `password` in the body (it cannot generate one).
@@ -128,6 +128,7 @@ export function testPlugins(): FerryPlugin[] {
     type: 'webhook',
     version: '0.0.0-test',
     directions: ['source', 'destination', 'bidirectional'],
+    readableSecret: 'signing_secret',
     configSchema: Type.Object(
       { signing_secret: Type.Optional(Secret(Type.String())), url: Type.Optional(Type.String()) },
       { additionalProperties: false },

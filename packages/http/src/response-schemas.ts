@@ -130,6 +130,7 @@ export const responseSchemas: Record<string, TSchema> = {
   Webhook,
   WebhookWithSecret: Type.Composite([Webhook, Type.Object({ secret: Type.String() })]),
   WebhookSecret: Type.Object({ secret: Type.String() }),
+  ConnectorSigningSecret: Type.Object({ signing_secret: Type.String() }),
   WebhookSecretRotation: Type.Object({ secret: Type.String(), previous_secret_expires_at: Nullable(Timestamp) }),
   Delivery,
   DeliveryWithAttempts: Type.Composite([

@@ -54,7 +54,10 @@ describe('ferry serve (in process)', () => {
       body: JSON.stringify({ type: 'webhook', direction: 'source', config: {} }),
     });
     expect(created.status).toBe(201);
-    expect(((await created.json()) as { config: unknown }).config).toEqual({ signing_secret: '********' });
+    // The generated signing secret is shown this once; senders need it.
+    const connector = (await created.json()) as { id: string; config: { signing_secret: string } };
+    const generated = connector.config.signing_secret;
+    expect(generated).toMatch(/^whsec_/);
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     expect(metrics).toMatch(/ferry_http_requests_total\{method="GET",route="\/v2\/pipelines",status="200"\} 1/);
     expect(metrics).toMatch(/ferry_pipelines\{state="active"\} 0/);
@@ -67,13 +70,14 @@ describe('ferry serve (in process)', () => {
     server = await startServer({ ...settings, bootstrapApiKey: undefined }, { logDestination: logs.stream });
     expect(readFileSync(keyFile, 'utf8')).toBe(key);
     // The connector's sealed secret still opens with the kept key.
-    const again = await fetch(`${server.url}/v2/connectors`, { headers: { authorization: `Bearer ${bootstrap}` } });
-    expect(((await again.json()) as { data: unknown[] }).data).toHaveLength(1);
+    const again = await fetch(`${server.url}/v2/connectors/${connector.id}/signing-secret`, { headers: { authorization: `Bearer ${bootstrap}` } });
+    expect(await again.json()).toEqual({ signing_secret: generated });
 
     const text = logs.text();
     expect(text).toContain('"route":"/v2/pipelines"');
     expect(text).not.toContain(bootstrap);
     expect(text).not.toContain(bootstrap.slice(13, 45));
+    expect(text).not.toContain(generated);
   });
 
   it('answers 503 on /healthz once the engine stops', async () => {

@@ -82,6 +82,8 @@ export function webhook(options: WebhookOptions = {}): WebhookConnector {
     version: WEBHOOK_PLUGIN_VERSION,
     directions: ['source', 'destination', 'bidirectional'],
     configSchema: webhookConfigSchema,
+    // Senders sign with it: generated when omitted, shown once, then read on /signing-secret.
+    readableSecret: 'signing_secret',
 
     validateConfig: (config, direction, outbound) => validateWebhookConfig(config, direction, allowOf(outbound)),
 

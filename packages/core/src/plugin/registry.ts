@@ -21,7 +21,14 @@ export class PluginRegistry {
         if (this.connectors.has(plugin.type)) {
           throw new FerryError('configuration_invalid', `Connector type ${JSON.stringify(plugin.type)} is registered twice.`);
         }
-        this.connectors.set(plugin.type, { definition: plugin, secretPaths: secretPaths(plugin.configSchema) });
+        const paths = secretPaths(plugin.configSchema);
+        // Only a secret can be read back through the signing-secret route; anything else named
+        // there is a mistake the plugin's author should hear about at once, not a silent 404.
+        const readable = plugin.readableSecret;
+        if (readable !== undefined && !paths.some((p) => p.length === 1 && p[0] === readable)) {
+          throw new FerryError('configuration_invalid', `Connector type ${JSON.stringify(plugin.type)}: readableSecret ${JSON.stringify(readable)} is not a top-level Secret() field of its config schema.`);
+        }
+        this.connectors.set(plugin.type, { definition: plugin, secretPaths: paths });
       } else {
         // A plugin may replace a built-in step deliberately, but two plugins may not collide.
         if (this.transforms.has(plugin.type) && !builtinTransforms.some((b) => b.type === plugin.type)) {

@@ -178,6 +178,16 @@ export interface ConnectorDefinition<TSchemaT extends TObject = TObject> {
   /** TypeBox schema of the config; mark secret fields with `Secret(...)`. */
   readonly configSchema: TSchemaT;
   /**
+   * A top-level secret field the connector's owner must be able to read back, because the other
+   * side needs it and the connector may generate it (a webhook source's `signing_secret`, which
+   * senders sign with). When the connector generates it (`prepareConfig` on create, `rotate`
+   * without supplied fields), the response of that create or rotate shows it in clear, once;
+   * afterwards `GET /v2/connectors/{id}/signing-secret` reads it. Like every secret it is
+   * encrypted at rest and `"********"` everywhere else. Leave it unset for credentials only
+   * Ferry uses (passwords, keys): those are never shown.
+   */
+  readonly readableSecret?: string;
+  /**
    * Rules the schema cannot say, for a config the schema accepted (defaults applied): typically
    * the fields one direction needs (a destination's `url`, a source's `cursor_column`). Returns
    * field problems with pointers relative to the config; called on create and on every update.

@@ -108,7 +108,8 @@ export class ConnectorsService {
       await repos.workspaces.create(workspaceId, now);
       await repos.connectors.insert(row);
     });
-    return this.present(row, 0);
+    // A secret the connector generated is shown this once, in clear: nobody else could sign with it.
+    return this.present(row, 0, this.generatedReadable(plugin, input.config, config));
   }
 
   /** One connector with `health` and `pipeline_count`. */
@@ -118,6 +119,20 @@ export class ConnectorsService {
     if (!row) throw notFound('connector', id);
     const counts = await repos.connectors.pipelineCounts(workspaceId, [id]);
     return this.present(row, counts.get(id) ?? 0);
+  }
+
+  /**
+   * The secret a connector lets its owner read back (a webhook connector's `signing_secret`, which
+   * senders sign with), as `{ signing_secret }`. `not_found` for a connector of a type without one,
+   * as for an unknown id.
+   */
+  async signingSecret(workspaceId: string, id: string): Promise<{ signing_secret: string }> {
+    const row = await reader(this.ctx).connectors.get(workspaceId, id);
+    if (!row) throw notFound('connector', id);
+    const field = this.registeredFor(row).definition.readableSecret;
+    const value = field === undefined ? undefined : this.unseal(row).find((s) => s.path.length === 1 && s.path[0] === field)?.value;
+    if (typeof value !== 'string') throw new FerryError('not_found', `A ${row.type} connector has no signing secret.`);
+    return { signing_secret: value };
   }
 
   /** Lists connectors, optionally of one type. */
@@ -285,6 +300,7 @@ export class ConnectorsService {
 
     // 2. New secret fields, merged and validated; 3. swapped in; 4. checked.
     let failure: FerryError | undefined;
+    let revealed: JsonObject | undefined;
     try {
       // Supplied fields go through the plugin too, when it rotates: it may check them or derive
       // the stored form (a password spliced into a connection string).
@@ -298,6 +314,7 @@ export class ConnectorsService {
       this.validateConfig(plugin, merged, opened.row.direction);
       const split = splitSecrets(merged, plugin.secretPaths);
       await transact(this.ctx, (repos) => repos.connectors.update(workspaceId, id, { config: split.plain, secrets: this.seal(workspaceId, id, split.secrets) }));
+      if (supplied === undefined) revealed = this.generatedReadable(plugin, {}, fields);
       const checked = await this.check(workspaceId, id);
       if (checked.health === 'down') {
         failure = new FerryError('rotation_failed', `The check with the new credentials failed${checked.error ? `: ${checked.error.code}` : ''}; the old credentials are back.`);
@@ -317,8 +334,9 @@ export class ConnectorsService {
     const completedAt = nowIso(this.ctx);
     await this.finishRotation(workspaceId, id, failure ? 'rolled_back' : 'completed', completedAt);
     if (failure) throw failure;
+    const connector = await this.get(workspaceId, id);
     return {
-      connector: await this.get(workspaceId, id),
+      connector: revealed ? { ...connector, config: { ...connector.config, ...revealed } } : connector,
       rotation: { status: 'completed', paused_pipeline_ids: paused, started_at: startedAt, completed_at: completedAt },
     };
   }
@@ -455,13 +473,24 @@ export class ConnectorsService {
     return row.secrets === null ? [] : (JSON.parse(this.ctx.box.open(row.secrets, `connector:${row.workspace_id}:${row.id}`)) as SplitConfig['secrets']);
   }
 
-  private present(row: ConnectorRow, pipelineCount: number): Connector {
+  /**
+   * The connector's readable secret (see `ConnectorDefinition.readableSecret`) when the connector
+   * generated it: absent from what the caller sent, present in what is stored. Undefined otherwise:
+   * a secret the caller supplied is never echoed back.
+   */
+  private generatedReadable(plugin: RegisteredConnector, sent: JsonObject, stored: JsonObject): JsonObject | undefined {
+    const field = plugin.definition.readableSecret;
+    if (field === undefined || sent[field] !== undefined || typeof stored[field] !== 'string') return undefined;
+    return { [field]: stored[field] };
+  }
+
+  private present(row: ConnectorRow, pipelineCount: number, revealed?: JsonObject): Connector {
     return {
       id: row.id,
       name: row.name,
       type: row.type,
       direction: row.direction,
-      config: row.config,
+      config: revealed ? { ...row.config, ...revealed } : row.config,
       health: row.rotation_status === 'rotating' && row.health === 'healthy' ? 'degraded' : row.health,
       pipeline_count: pipelineCount,
       rotation_status: row.rotation_status,

@@ -87,6 +87,19 @@ export const connectorRoutes: RouteDefinition[] = [
     handle: async ({ engine, workspaceId, params }) => ok(await engine.connectors.check(workspaceId, params.id!)),
   },
   {
+    method: 'GET',
+    path: '/v2/connectors/{id}/signing-secret',
+    operationId: 'getConnectorSigningSecret',
+    summary: "Get a webhook connector's signing secret, which senders sign with",
+    tag: 'Connectors',
+    // Reading a credential is a write-level act, as for a subscription's secret.
+    auth: scope.write,
+    body: 'none',
+    responses: { 200: { description: 'The secret (404 for connector types without one).', schema: 'ConnectorSigningSecret' } },
+    errors: [404],
+    handle: async ({ engine, workspaceId, params }) => ok(await engine.connectors.signingSecret(workspaceId, params.id!)),
+  },
+  {
     method: 'POST',
     path: '/v2/connectors/{id}/rotate',
     operationId: 'rotateConnector',
