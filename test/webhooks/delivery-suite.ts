@@ -345,6 +345,22 @@ export function runDeliverySuite(name: string, factory: () => Promise<DeliveryDa
       expect(() => verifyWebhook(after.body, after.headers, sub.secret, { now: after.at })).toThrow();
     });
 
+    it('signs the very next delivery after a rotation with both secrets, even one a moment after a delivery', async () => {
+      const h = await setup();
+      const sub = await subscribe(h);
+      await h.emit();
+      await eventually(h.clock, () => h.receiver.received.length === 1);
+      expect(h.receiver.received[0]!.signatures).toHaveLength(1);
+      // No time passes: the subscription read for the first delivery is as fresh as it gets.
+      const rotated = await h.engine.webhooks.rotateSecret(WS, sub.id);
+      secrets.push(rotated.secret);
+      await h.emit();
+      await eventually(h.clock, () => h.receiver.received.length === 2);
+      const next = h.receiver.received[1]!;
+      expect(next.signatures).toHaveLength(2);
+      for (const secret of [sub.secret, rotated.secret]) verifyWebhook(next.body, next.headers, secret, { now: next.at });
+    });
+
     it('disables a subscription whose deliveries have all failed for 5 days', async () => {
       const h = await setup();
       h.receiver.reply(() => ({ status: 500 }));

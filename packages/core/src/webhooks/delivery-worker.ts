@@ -68,9 +68,6 @@ interface Target {
  */
 const EXCLUDING_LOOK_MS = 100;
 
-/** How long a subscription read for a claim serves the following claims, in ms. */
-const TARGET_TTL_MS = 1000;
-
 /** This engine's deliveries of one subscription: those being sent and those waiting their turn. */
 interface Lane {
   active: number;
@@ -219,9 +216,6 @@ export class DeliveryWorker {
       if (claim.rows.length === 0) return false;
       const ids = [...new Set(claim.rows.map((r) => r.subscription_id))];
       await this.refreshTargets(repos, ids, now);
-      // A disabled subscription is read again before its deliveries are failed: it may have just been re-enabled.
-      const stale = ids.filter((id) => this.targets.get(id)?.row.enabled === false && this.targets.get(id)!.readAt < now);
-      if (stale.length > 0) await this.refreshTargets(repos, stale, now, true);
       const gone: string[] = [];
       const disabled: string[] = [];
       const unreadable: string[] = [];
@@ -249,16 +243,16 @@ export class DeliveryWorker {
   }
 
   /**
-   * Reads the subscriptions of claimed deliveries, unless read less than a second ago (a URL,
-   * secret or state changed meanwhile applies from the next read) or `force`; secrets are
-   * decrypted again only when the row changed. A row whose secrets cannot be decrypted is kept
-   * without them (its deliveries fail with a reason) rather than stopping every subscription's.
+   * Reads the subscriptions of claimed deliveries, at every claim: a secret rotated, a URL changed
+   * or a subscription disabled a moment ago applies to the very next delivery (after a rotation
+   * it must carry both signatures, or a receiver that switched to the new secret refuses it). One
+   * indexed read per claim; secrets are decrypted again only when the row changed. A row whose
+   * secrets cannot be decrypted is kept without them (its deliveries fail with a reason) rather
+   * than stopping every subscription's.
    */
-  private async refreshTargets(repos: Repositories, ids: string[], now: number, force = false): Promise<void> {
-    const stale = force ? ids : ids.filter((id) => !(now - (this.targets.get(id)?.readAt ?? -Infinity) < TARGET_TTL_MS));
-    if (stale.length === 0) return;
-    const rows = await repos.webhooks.byIds(stale);
-    for (const id of stale) if (!rows.some((r) => r.id === id)) this.targets.delete(id);
+  private async refreshTargets(repos: Repositories, ids: string[], now: number): Promise<void> {
+    const rows = await repos.webhooks.byIds(ids);
+    for (const id of ids) if (!rows.some((r) => r.id === id)) this.targets.delete(id);
     for (const row of rows) {
       const known = this.targets.get(row.id);
       const same = known?.secrets && known.row.updated_at === row.updated_at && known.row.secret === row.secret && known.row.previous_secrets === row.previous_secrets;
