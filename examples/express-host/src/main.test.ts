@@ -14,6 +14,11 @@ it('serves its own /hello and the Ferry API side by side', async () => {
     expect(await list.json()).toMatchObject({ data: [] });
     const anonymous = await fetch(`${host.url}/v2/pipelines`);
     expect(anonymous.status).toBe(401);
+    // A header block over Node's 16 KiB limit: problem+json like every other answer.
+    const big = await fetch(`${host.url}/v2/pipelines`, { headers: { 'x-big': 'a'.repeat(17 * 1024) } });
+    expect(big.status).toBe(431);
+    expect(big.headers.get('content-type')).toBe('application/problem+json');
+    expect(await big.json()).toMatchObject({ code: 'headers_too_large' });
   } finally {
     await host.close();
   }

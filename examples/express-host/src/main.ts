@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import express from 'express';
 import { createEngine, generateSecretKey, sqlite } from '@ferry/core';
-import { ferryRouter } from '@ferry/express';
+import { answerClientError, ferryRouter } from '@ferry/express';
 
 /** Where {@link startHost} listens and keeps its state. */
 export interface HostOptions {
@@ -45,6 +45,9 @@ export async function startHost({ port, filename }: HostOptions): Promise<Runnin
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(port, '127.0.0.1', (error?: Error) => (error ? reject(error) : resolve(s)));
   });
+  // What Node's parser refuses before Express sees it (a header block over 16 KiB) is answered
+  // as problem+json too, like the rest of the API.
+  server.on('clientError', answerClientError);
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     key,

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import Fastify from 'fastify';
 import { createEngine, generateSecretKey, sqlite } from '@ferry/core';
-import { ferryPlugin } from '@ferry/fastify';
+import { ferryPlugin, ferryServerOptions } from '@ferry/fastify';
 
 /** Where {@link startHost} listens and keeps its state. */
 export interface HostOptions {
@@ -37,7 +37,9 @@ export async function startHost({ port, filename }: HostOptions): Promise<Runnin
   await engine.start();
   const { key } = await engine.apiKeys.create({ scopes: ['write'] });
 
-  const app = Fastify({ logger: false });
+  // ferryServerOptions: what Fastify's router and Node's parser refuse (a malformed path, a
+  // header block over 16 KiB) is answered as problem+json too, like the rest of the API.
+  const app = Fastify({ logger: false, ...ferryServerOptions });
   app.get('/hello', async () => ({ hello: 'world' }));
   await app.register(ferryPlugin, { engine }); // the whole Ferry /v2 API
 
