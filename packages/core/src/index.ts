@@ -29,6 +29,7 @@ export { silentLogger, type Logger, type LogFn } from './logger.js';
 export { IdGenerator, ID_PREFIXES, isId, type IdKind } from './ids.js';
 export { CursorCodec, normalizeLimit, DEFAULT_LIMIT, MAX_LIMIT, CURSOR_TTL_MS, type CursorScope } from './pagination.js';
 export { hasInvalidCharacter, pointerToken, schemaErrors, type SchemaErrorOptions } from './validation.js';
+export { parseExactJson } from './exact-json.js';
 export { inputSchemas, readOnlyFields } from './schemas.js';
 export { assertSchedule, nextFireAfter } from './schedule.js';
 export { assertUrlAllowed, isBlockedAddress, isHostAllowed, canonicalHost, hostRefusal } from './outbound-policy.js';
