@@ -1,5 +1,6 @@
 import { ConnectorError, type ConnectorOutbound } from '@ferry/core';
 import pg from 'pg';
+import { columnConverter } from './column-values.js';
 import { DEFAULT_PORT, DEFAULT_STATEMENT_TIMEOUT_MS, type PostgresConfig } from './config.js';
 
 /** Options that shape every connection the plugin opens. */
@@ -15,23 +16,22 @@ export interface ConnectionOptions {
 /** Where a failure happened, which names the code of an outage. */
 export type Side = 'source' | 'destination' | 'check' | 'rotate';
 
-// Type OIDs whose default parsing would lose or invent information in a payload.
-const DATE_OID = 1082;
-const TIMESTAMP_OID = 1114;
-
 /**
- * Type parsers for rows the plugin reads: `date` stays `YYYY-MM-DD` (the default parser makes a
- * local-midnight Date, which shifts the day in an ISO string), and `timestamp without time zone`
- * stays the server's text with a `T` (it has no zone, so converting it to UTC would invent one).
- * Everything else parses as pg does by default (int8 and numeric as strings, json as values).
+ * Type parsers for rows the plugin reads: each type's text becomes its exact JSON value
+ * ({@link columnConverter}: int8 and numeric as strings of their digits, json numbers a double
+ * cannot hold as strings, bytea as base64, timestamps as ISO 8601 with their microseconds), so
+ * a row read by polling, a snapshot or a change stream has the same values.
  */
 const readTypes: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
-    if (format !== 'binary' && oid === DATE_OID) return (text: string) => text;
-    if (format !== 'binary' && oid === TIMESTAMP_OID) return (text: string) => text.replace(' ', 'T');
-    return pg.types.getTypeParser(oid, format as 'text');
-  }) as pg.CustomTypesConfig['getTypeParser'],
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    format === 'binary' ? pg.types.getTypeParser(oid, 'binary' as 'text') : columnConverter(oid)) as pg.CustomTypesConfig['getTypeParser'],
 };
+
+/**
+ * Session settings of every connection, which fix the text the server writes values in (and
+ * so what {@link columnConverter} reads): ISO dates, UTC, hex bytea, floats with every digit.
+ */
+export const SESSION_OPTIONS = '-c DateStyle=ISO,MDY -c TimeZone=UTC -c IntervalStyle=postgres -c bytea_output=hex -c extra_float_digits=3';
 
 /**
  * The pg client config of a connector config. `application_name` is `ferry` so operators can
@@ -48,6 +48,7 @@ export function clientConfig(config: PostgresConfig, options: Pick<ConnectionOpt
     statement_timeout: config.statement_timeout_ms ?? DEFAULT_STATEMENT_TIMEOUT_MS,
     connectionTimeoutMillis: options.connectTimeoutMs,
     types: readTypes,
+    options: SESSION_OPTIONS,
     stream: () => options.outbound.socket(),
   };
   // pg lets `sslmode` in a connection string win over `ssl`; an explicit `ssl` is passed only

@@ -59,7 +59,9 @@ describe('postgres source', () => {
     expect(first.records).toHaveLength(10); // batch_size caps max
     expect(first.records[0]).toMatchObject({ position: '1', type: 'order.created', payload: { seq: '1', amount: '1.5', day: '2026-03-04', raw: 'AQI=', tags: ['a', 'b'] } });
     expect(first.records[1]!.type).toBe('order.paid');
-    expect((first.records[0]!.occurredAt as Date).toISOString()).toBe('2026-01-01T00:00:01.123Z');
+    // Timestamps keep their microseconds, in the payload and as the record's time.
+    expect(first.records[0]!.occurredAt).toBe('2026-01-01T00:00:01.123456Z');
+    expect(first.records[0]!.payload.at).toBe('2026-01-01T00:00:01.123456Z');
     expect(first.records[0]!.payload).not.toHaveProperty('__ferry_cursor');
 
     // A restart: a new source, resuming from the committed checkpoint (as JSON, as stored).
