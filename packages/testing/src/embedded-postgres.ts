@@ -276,6 +276,10 @@ async function startEmbedded(port: number): Promise<TestPostgres> {
       '-c', 'fsync=off',
       '-c', 'synchronous_commit=off',
       '-c', 'full_page_writes=off',
+      // Logical replication, for the postgres connector's change capture (capture: "changes").
+      '-c', 'wal_level=logical',
+      '-c', 'max_replication_slots=64',
+      '-c', 'max_wal_senders=64',
     ],
     onLog: log,
     onError: log,

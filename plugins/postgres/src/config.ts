@@ -11,6 +11,15 @@ export const DEFAULT_SOURCE_BATCH_SIZE = 1000;
 /** Default pause between polls of a streaming source that is caught up, in milliseconds. */
 export const DEFAULT_POLL_INTERVAL_MS = 1000;
 
+/** Most tables one change-capturing source follows. */
+export const MAX_CAPTURE_TABLES = 100;
+
+/**
+ * A replication slot or publication name: lower-case letters, digits and `_`, at most 63
+ * characters (Postgres's slot name rules, which are stricter than an identifier's).
+ */
+export const SLOT_NAME = /^[a-z0-9_]{1,63}$/;
+
 /** The columns a destination writes besides its payload or mapped columns. */
 export const RESERVED_COLUMNS = ['id', 'type', 'occurred_at'] as const;
 
@@ -50,6 +59,22 @@ export const postgresConfigSchema = Type.Object(
     occurred_at_column: Type.Optional(Type.String({ minLength: 1, maxLength: 63 })),
     batch_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: DEFAULT_SOURCE_BATCH_SIZE })),
     poll_interval_ms: Type.Optional(Type.Integer({ minimum: 10, maximum: 3_600_000, default: DEFAULT_POLL_INTERVAL_MS })),
+
+    capture: Type.Optional(
+      Type.Union([Type.Literal('rows'), Type.Literal('changes')], {
+        // No schema default: the engine fills defaults into every direction's config, and a
+        // destination has no capture. Absent means `rows`.
+        description: 'Source: `rows` polls by cursor_column; `changes` reads the tables\' change stream (logical replication).',
+      }),
+    ),
+    tables: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 127 }), { minItems: 1, maxItems: MAX_CAPTURE_TABLES, uniqueItems: true, description: 'capture "changes": `table` or `schema.table` names.' }),
+    ),
+    publication: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'capture "changes": default `ferry_<pipeline id>`.' })),
+    slot: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'capture "changes": default `ferry_<pipeline id>`.' })),
+    snapshot: Type.Optional(
+      Type.Union([Type.Literal('initial'), Type.Literal('never')], { description: 'capture "changes": `initial` (absent means so) reads the rows present when the slot is created first.' }),
+    ),
 
     create_table: Type.Optional(Type.Boolean({ default: false })),
     mode: Type.Optional(Type.Union([Type.Literal('upsert'), Type.Literal('insert')], { default: 'upsert' })),
@@ -130,7 +155,22 @@ export function validatePostgresConfig(config: PostgresConfig, direction: Connec
     }
   };
 
-  if (direction === 'source') {
+  if (direction === 'source' && config.capture === 'changes') {
+    if (config.tables === undefined) problem('/tables', 'required', 'Change capture needs tables: an array of `table` or `schema.table`.');
+    config.tables?.forEach((table, i) => {
+      if (parseTableName(table) === null) problem(`/tables/${i}`, 'invalid_identifier', 'Expected `table` or `schema.table`: letters, digits, `_` or `$`, starting with a letter or `_`, at most 63 characters each.');
+    });
+    for (const field of ['table', 'query', 'cursor_column', 'type_column', 'occurred_at_column'] as const) {
+      if (config[field] !== undefined) problem(`/${field}`, 'not_applicable', `${field} is for capture "rows"; change capture reads tables.`);
+    }
+    for (const field of ['publication', 'slot'] as const) {
+      const value = config[field];
+      if (value !== undefined && !SLOT_NAME.test(value)) problem(`/${field}`, 'invalid_identifier', 'Expected lower-case letters, digits and `_`, at most 63 characters.');
+    }
+  } else if (direction === 'source') {
+    for (const field of ['tables', 'publication', 'slot', 'snapshot'] as const) {
+      if (config[field] !== undefined) problem(`/${field}`, 'not_applicable', `${field} is for capture "changes".`);
+    }
     if (config.table === undefined && config.query === undefined) problem('/table', 'required', 'A postgres source needs a table or a query.');
     if (config.table !== undefined && config.query !== undefined) problem('/query', 'conflict', 'Give either table or query, not both.');
     if (config.cursor_column === undefined) problem('/cursor_column', 'required', 'A postgres source needs a cursor_column: a unique, monotonic column such as a bigserial.');
@@ -139,6 +179,9 @@ export function validatePostgresConfig(config: PostgresConfig, direction: Connec
     identifier('type_column');
     identifier('occurred_at_column');
   } else {
+    for (const field of ['capture', 'tables', 'publication', 'slot', 'snapshot'] as const) {
+      if (config[field] !== undefined) problem(`/${field}`, 'not_applicable', `${field} is for sources.`);
+    }
     if (config.table === undefined) problem('/table', 'required', 'A postgres destination needs a table.');
     if (config.query !== undefined) problem('/query', 'not_applicable', 'query is for sources; a destination writes to table.');
     for (const [column, path] of Object.entries(config.columns ?? {})) {

@@ -1,5 +1,6 @@
 import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition } from '@ferry/core';
 import { postgresConfigSchema, validatePostgresConfig } from './config.js';
+import { changeSource, changeSourceSettings } from './cdc/change-source.js';
 import { checkSide } from './check.js';
 import { classifyError, clientConfig, createPool, withClient } from './connection.js';
 import { destinationSettings, postgresDestination } from './destination.js';
@@ -61,6 +62,9 @@ export function postgres(options: PostgresOptions = {}): PostgresConnector {
       ),
 
     source(ctx) {
+      if (ctx.config.capture === 'changes') {
+        return changeSource(changeSourceSettings(ctx.config, ctx.pipelineId), { clientConfig: clientConfig(ctx.config, { connectTimeoutMs, outbound: ctx.outbound }), clock: ctx.clock });
+      }
       // Settings first: a config the engine should have refused fails before a pool exists.
       const settings = sourceSettings(ctx.config);
       return postgresSource(createPool(ctx.config, { poolSize, connectTimeoutMs, outbound: ctx.outbound }), settings);

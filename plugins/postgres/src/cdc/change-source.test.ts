@@ -1,0 +1,281 @@
+import { ConnectorError, type Checkpoint, type JsonObject, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
+import { connectorContext, getSharedTestPostgres } from '@ferry/testing';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { postgres, type PostgresConfig } from '../index.js';
+
+// Change capture against a real Postgres started with wal_level=logical: the snapshot, the
+// stream, restarts from a checkpoint, and what each kind of change looks like.
+const plugin = postgres({ connectTimeoutMs: 5000 });
+let url: string;
+let admin: pg.Pool;
+let counter = 0;
+
+beforeAll(async () => {
+  url = await (await getSharedTestPostgres()).createDatabase('plugin_pg_cdc');
+  admin = new pg.Pool({ connectionString: url, max: 4 });
+  const level = (await admin.query<{ wal_level: string }>('SHOW wal_level')).rows[0]!.wal_level;
+  // Loud, never a silent skip: the embedded test server starts with wal_level=logical.
+  if (level !== 'logical') throw new Error(`The test Postgres runs with wal_level=${level}; change capture needs logical.`);
+});
+
+const running: Consumer[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((c) => c.stop()));
+});
+afterAll(async () => {
+  await admin.query(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE 'ferry_pip_cdc%' AND NOT active`);
+  await admin.end();
+});
+
+/** A fresh pipeline id, so each test has its own slot and publication. */
+const pipeline = () => `pip_cdc${++counter}_${process.pid}`;
+
+function open(config: Partial<PostgresConfig>, pipelineId: string): PushSource {
+  const full = { connection_string: url, capture: 'changes', ...config } as PostgresConfig;
+  const ctx = connectorContext(full, { direction: 'source', pipelineId, outboundAllow: ['127.0.0.1'] });
+  expect(plugin.validateConfig!(full, 'source', ctx.outbound)).toEqual([]);
+  return plugin.source!(ctx) as PushSource;
+}
+
+interface Consumer {
+  records: SourceRecord[];
+  batches: SourceBatch[];
+  /** The checkpoint of the last batch the handler took. */
+  checkpoint(): Checkpoint | null;
+  /** Resolves once `count` records arrived. */
+  until(count: number): Promise<void>;
+  /** Makes the handler wait on `gate` before it returns (a slow destination). */
+  hold(gate: Promise<void>): void;
+  stop(): Promise<void>;
+}
+
+/** Consumes `source` from `from` as the engine does: each batch handed over, awaited, in order. */
+function consume(source: PushSource, from: Checkpoint | null = null): Consumer {
+  const records: SourceRecord[] = [];
+  const batches: SourceBatch[] = [];
+  let last: Checkpoint | null = from;
+  let gate: Promise<void> | undefined;
+  const waiters: Array<{ count: number; resolve: () => void }> = [];
+  const controller = new AbortController();
+  let failure: unknown;
+  const done = source
+    .consume(
+      from,
+      async (batch) => {
+        batches.push(batch);
+        records.push(...batch.records);
+        if (gate) await gate;
+        last = batch.checkpoint;
+        for (const w of waiters.splice(0)) if (records.length >= w.count) w.resolve();
+        else waiters.push(w);
+      },
+      controller.signal,
+    )
+    .catch((error: unknown) => {
+      failure = error;
+      for (const w of waiters.splice(0)) w.resolve();
+    });
+  const consumer: Consumer = {
+    records,
+    batches,
+    checkpoint: () => last,
+    until: (count) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => (failure !== undefined ? reject(failure) : resolve());
+        if (records.length >= count || failure !== undefined) check();
+        else waiters.push({ count, resolve: check });
+      }),
+    hold: (g) => {
+      gate = g;
+    },
+    stop: async () => {
+      controller.abort();
+      await done;
+      // Told once: the cleanup after a test that already looked at the failure stays quiet.
+      const told = failure;
+      failure = undefined;
+      if (told !== undefined) throw told;
+    },
+  };
+  running.push(consumer);
+  return consumer;
+}
+
+const payload = (r: SourceRecord) => r.payload as JsonObject & { action: string; record: JsonObject; old?: JsonObject; metadata: JsonObject };
+
+describe('postgres change capture', () => {
+  it('reads a snapshot of the rows present, then every change in commit order with exact values', async () => {
+    await admin.query(`CREATE TABLE cdc_orders (id bigserial PRIMARY KEY, total numeric, doc jsonb, raw bytea, at timestamptz, note text)`);
+    await admin.query(`INSERT INTO cdc_orders (total, doc, raw, at, note) VALUES (1.10, '{"n": 12345678901234567890}', '\\x0102', '2026-01-01 00:00:00.123456+00', 'é 👍'), (2.20, '{}', NULL, NULL, NULL)`);
+    const id = pipeline();
+    const c = consume(open({ tables: ['cdc_orders'], batch_size: 100 }, id));
+    await c.until(2);
+    expect(c.records.map((r) => r.type)).toEqual(['cdc_orders.read', 'cdc_orders.read']);
+    const first = payload(c.records[0]!);
+    expect(first.action).toBe('read');
+    expect(first.record).toEqual({ id: '1', total: '1.10', doc: { n: '12345678901234567890' }, raw: 'AQI=', at: '2026-01-01T00:00:00.123456Z', note: 'é 👍' });
+    expect(first.metadata).toMatchObject({ schema: 'public', table: 'cdc_orders', commit_lsn: expect.stringMatching(/^[0-9A-F]+\/[0-9A-F]+$/) });
+
+    // After the snapshot, the changes: one transaction of three, a rolled-back one, then two more.
+    const client = await admin.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(`INSERT INTO cdc_orders (total) VALUES (3.30)`);
+      await client.query(`UPDATE cdc_orders SET total = 9.99 WHERE id = 1`);
+      await client.query(`DELETE FROM cdc_orders WHERE id = 2`);
+      await client.query('COMMIT');
+      await client.query('BEGIN');
+      await client.query(`INSERT INTO cdc_orders (total) VALUES (666)`);
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
+    await admin.query(`INSERT INTO cdc_orders (total) VALUES (4.40)`);
+    await c.until(6);
+    const changes = c.records.slice(2);
+    expect(changes.map((r) => r.type)).toEqual(['cdc_orders.insert', 'cdc_orders.update', 'cdc_orders.delete', 'cdc_orders.insert']);
+    const [insert, update, deleted, later] = changes.map(payload);
+    expect(insert!.record).toMatchObject({ id: '3', total: '3.30' });
+    expect(update!.record).toMatchObject({ id: '1', total: '9.99', doc: { n: '12345678901234567890' } });
+    expect(update).not.toHaveProperty('old'); // replica identity default: no old row
+    expect(deleted!.record).toEqual({ id: '2' }); // the key, as the replica identity gives it
+    // One transaction: one commit LSN and one commit time, positions in order; ids are derived from them.
+    expect(new Set([insert, update, deleted].map((p) => p!.metadata.commit_lsn)).size).toBe(1);
+    expect(later!.metadata.commit_lsn).not.toBe(insert!.metadata.commit_lsn);
+    expect(changes.map((r) => r.position)).toEqual([...changes.map((r) => r.position)].sort());
+    expect(insert!.metadata.commit_time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    expect(c.checkpoint()).toMatchObject({ v: 1, phase: 'stream', slot: `ferry_${id}` });
+    expect(c.records.some((r) => payload(r).record.total === '666')).toBe(false);
+  });
+
+  it('restarts from a checkpoint inside a transaction without losing or repeating a change', async () => {
+    await admin.query(`CREATE TABLE cdc_resume (id int PRIMARY KEY, v text)`);
+    const id = pipeline();
+    const config = { tables: ['public.cdc_resume'], batch_size: 2, snapshot: 'never' as const };
+    const first = consume(open(config, id));
+    // The slot exists once the source started: wait for it before writing.
+    await waitForSlot(`ferry_${id}`);
+    await admin.query(`INSERT INTO cdc_resume SELECT g, 'v' || g FROM generate_series(1, 5) g`);
+    await first.until(2);
+    await first.stop();
+    const checkpoint = first.checkpoint();
+    expect(checkpoint).toMatchObject({ phase: 'stream', txn: expect.any(String), index: expect.any(Number) });
+    // Written while no one reads: kept by the slot.
+    await admin.query(`INSERT INTO cdc_resume VALUES (6, 'v6')`);
+    const taken = first.records.length;
+    const second = consume(open(config, id), JSON.parse(JSON.stringify(checkpoint)) as Checkpoint);
+    await second.until(6 - taken);
+    const ids = [...first.records, ...second.records].map((r) => payload(r).record.id);
+    expect(ids).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('confirms the slot only after the handler returns', async () => {
+    await admin.query(`CREATE TABLE cdc_confirm (id int PRIMARY KEY)`);
+    const id = pipeline();
+    const source = open({ tables: ['cdc_confirm'], snapshot: 'never' }, id);
+    const c = consume(source);
+    await waitForSlot(`ferry_${id}`);
+    const before = await confirmedLsn(`ferry_${id}`);
+    let release!: () => void;
+    c.hold(new Promise<void>((resolve) => (release = resolve)));
+    await admin.query(`INSERT INTO cdc_confirm VALUES (1)`);
+    await new Promise<void>((resolve) => {
+      const look = () => (c.batches.length > 0 ? resolve() : setTimeout(look, 5));
+      look();
+    });
+    // The batch is with the "destination": the slot has not moved past it.
+    expect(await confirmedLsn(`ferry_${id}`)).toBe(before);
+    release();
+    await c.until(1);
+    const end = parseLsnText(String((c.checkpoint() as { lsn: string }).lsn));
+    await waitFor(async () => parseLsnText(await confirmedLsn(`ferry_${id}`)) >= end);
+  });
+
+  it('replica identity full: updates and deletes carry the old row', async () => {
+    await admin.query(`CREATE TABLE cdc_full (id int PRIMARY KEY, v text)`);
+    await admin.query(`ALTER TABLE cdc_full REPLICA IDENTITY FULL`);
+    const id = pipeline();
+    const c = consume(open({ tables: ['cdc_full'], snapshot: 'never' }, id));
+    await waitForSlot(`ferry_${id}`);
+    await admin.query(`INSERT INTO cdc_full VALUES (1, 'a')`);
+    await admin.query(`UPDATE cdc_full SET v = 'b' WHERE id = 1`);
+    await admin.query(`DELETE FROM cdc_full WHERE id = 1`);
+    await c.until(3);
+    const [, update, deleted] = c.records.map(payload);
+    expect(update).toMatchObject({ action: 'update', record: { id: 1, v: 'b' }, old: { id: 1, v: 'a' } });
+    expect(deleted).toMatchObject({ action: 'delete', record: { id: 1, v: 'b' }, old: { id: 1, v: 'b' } });
+  });
+
+  it('a TOASTed value an update leaves unchanged is left out and named, never a placeholder', async () => {
+    await admin.query(`CREATE TABLE cdc_toast (id int PRIMARY KEY, big text, n int)`);
+    // Random text does not compress: stored out of line (TOAST).
+    await admin.query(`INSERT INTO cdc_toast SELECT 1, string_agg(md5(g::text), ''), 0 FROM generate_series(1, 400) g`);
+    const id = pipeline();
+    const c = consume(open({ tables: ['cdc_toast'], snapshot: 'never' }, id));
+    await waitForSlot(`ferry_${id}`);
+    await admin.query(`UPDATE cdc_toast SET n = 1 WHERE id = 1`);
+    await c.until(1);
+    const update = payload(c.records[0]!);
+    expect(update.record).toEqual({ id: 1, n: 1 });
+    expect(update.metadata.unchanged_columns).toEqual(['big']);
+  });
+
+  it('a truncate is one event per table; a column added while streaming appears in later rows', async () => {
+    await admin.query(`CREATE TABLE cdc_shape (id int PRIMARY KEY)`);
+    const id = pipeline();
+    const c = consume(open({ tables: ['cdc_shape'], snapshot: 'never' }, id));
+    await waitForSlot(`ferry_${id}`);
+    await admin.query(`INSERT INTO cdc_shape VALUES (1)`);
+    await admin.query(`ALTER TABLE cdc_shape ADD COLUMN label text`);
+    await admin.query(`INSERT INTO cdc_shape VALUES (2, 'two')`);
+    await admin.query(`ALTER TABLE cdc_shape DROP COLUMN label`);
+    await admin.query(`INSERT INTO cdc_shape VALUES (3)`);
+    await admin.query(`TRUNCATE cdc_shape`);
+    await c.until(4);
+    expect(c.records.map((r) => [r.type, payload(r).record])).toEqual([
+      ['cdc_shape.insert', { id: 1 }],
+      ['cdc_shape.insert', { id: 2, label: 'two' }],
+      ['cdc_shape.insert', { id: 3 }],
+      ['cdc_shape.truncate', {}],
+    ]);
+  });
+
+  it('refuses a table without a replica identity before publishing it', async () => {
+    await admin.query(`CREATE TABLE cdc_nokey (v text)`);
+    const id = pipeline();
+    const c = consume(open({ tables: ['cdc_nokey'] }, id));
+    const error = await c.stop().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConnectorError);
+    expect((error as ConnectorError).code).toBe('configuration_invalid');
+    expect((error as ConnectorError).retryable).toBe(false);
+    expect((error as Error).message).toMatch(/cdc_nokey.*primary key/);
+    // Nothing published: the application's UPDATEs and DELETEs still work.
+    await admin.query(`UPDATE cdc_nokey SET v = 'x'`);
+    expect((await admin.query(`SELECT 1 FROM pg_publication WHERE pubname = $1`, [`ferry_${id}`])).rows).toEqual([]);
+  });
+});
+
+async function waitFor(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error('condition not met');
+}
+
+function waitForSlot(slot: string): Promise<void> {
+  return waitFor(async () => (await admin.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active`, [slot])).rows.length > 0);
+}
+
+async function confirmedLsn(slot: string): Promise<string> {
+  return (await admin.query<{ lsn: string }>(`SELECT confirmed_flush_lsn::text AS lsn FROM pg_replication_slots WHERE slot_name = $1`, [slot])).rows[0]!.lsn;
+}
+
+function parseLsnText(text: string): bigint {
+  const [hi, lo] = text.split('/');
+  return (BigInt(`0x${hi}`) << 32n) | BigInt(`0x${lo}`);
+}

@@ -1,0 +1,579 @@
+import { ConnectorError, type Checkpoint, type Clock, type JsonObject, type JsonValue, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
+import pg from 'pg';
+import { columnConverter, type ColumnConverter } from '../column-values.js';
+import { DEFAULT_SOURCE_BATCH_SIZE, type PostgresConfig } from '../config.js';
+import { classifyError, sqlState } from '../connection.js';
+import { parseTableName, quoteTable, type TableName } from '../identifiers.js';
+import { decodePgoutput, formatLsn, parseLsn, postgresMicrosToMillis, POSTGRES_EPOCH_MICROS, type Lsn, type Relation, type TupleData } from './pgoutput.js';
+import { quoteReplicationIdent, ReplicationClient } from './replication-client.js';
+
+/** What a change-capturing source needs, resolved from its config and pipeline. */
+export interface ChangeSourceSettings {
+  readonly tables: readonly TableName[];
+  readonly publication: string;
+  readonly slot: string;
+  /** The publication's and slot's names are the ones Ferry derives from the pipeline id. */
+  readonly defaultPublication: boolean;
+  readonly defaultSlot: boolean;
+  readonly snapshot: 'initial' | 'never';
+  /** A constant event type instead of `<table>.<action>`. */
+  readonly type?: string;
+  readonly batchSize: number;
+}
+
+/** `ferry_<pipeline id in lower case>`: the default name of a pipeline's slot and publication. */
+export function defaultReplicationName(pipelineId: string): string {
+  return `ferry_${pipelineId.toLowerCase().replace(/[^a-z0-9_]/g, '_')}`.slice(0, 63);
+}
+
+/** Resolves a validated `capture: "changes"` config for one pipeline. */
+export function changeSourceSettings(config: PostgresConfig, pipelineId: string): ChangeSourceSettings {
+  const invalid = (message: string) => new ConnectorError('configuration_invalid', message, { retryable: false });
+  if (config.tables === undefined) throw invalid('Change capture needs tables.');
+  const tables = config.tables.map((text) => {
+    const table = parseTableName(text);
+    if (table === null) throw invalid('tables holds a name that is not a valid table name.');
+    return table;
+  });
+  const name = defaultReplicationName(pipelineId);
+  return {
+    tables,
+    publication: config.publication ?? name,
+    slot: config.slot ?? name,
+    defaultPublication: config.publication === undefined,
+    defaultSlot: config.slot === undefined,
+    snapshot: config.snapshot ?? 'initial',
+    ...(config.type !== undefined ? { type: config.type } : {}),
+    batchSize: config.batch_size ?? DEFAULT_SOURCE_BATCH_SIZE,
+  };
+}
+
+/**
+ * A change source's checkpoint. `stream`: the stream restarts at `lsn`, the end of the last
+ * transaction delivered whole; `txn`/`index`, when set, name a transaction delivered in part
+ * (its commit LSN) and how many of its changes were. `snapshot`: a snapshot was being read
+ * (it cannot be resumed: a new slot and a new snapshot are taken). `own` remembers what Ferry
+ * created, which is what it drops with the pipeline.
+ */
+export type ChangeCheckpoint = {
+  v: 1;
+  phase: 'snapshot' | 'stream';
+  slot: string;
+  lsn: string;
+  txn?: string;
+  index?: number;
+  own?: { slot?: boolean; publication?: boolean };
+};
+
+/** Reads a checkpoint this source wrote; null for none. */
+export function parseChangeCheckpoint(checkpoint: Checkpoint | null): ChangeCheckpoint | null {
+  if (checkpoint === null || checkpoint === undefined) return null;
+  const c = checkpoint as Partial<ChangeCheckpoint>;
+  if (typeof c !== 'object' || c.v !== 1 || (c.phase !== 'snapshot' && c.phase !== 'stream') || typeof c.lsn !== 'string' || typeof c.slot !== 'string') {
+    throw new ConnectorError('invalid_checkpoint', 'The checkpoint is not a change-capture position (was the source switched from capture "rows"?).', { retryable: false });
+  }
+  parseLsn(c.lsn);
+  if (c.txn !== undefined) parseLsn(c.txn);
+  return c as ChangeCheckpoint;
+}
+
+/** A table as the stream describes it, with what the source derives from it once. */
+interface RelationInfo {
+  relation: Relation;
+  /** One of the configured tables: its changes become events. */
+  wanted: boolean;
+  /** `<table>` for tables in `public`, `<schema>.<table>` otherwise. */
+  typeName: string;
+  converters: ColumnConverter[];
+}
+
+/** A change waiting to be handed over, or the end of a transaction. */
+type Pending = { record: SourceRecord; txn: Lsn; index: number } | { commitEnd: Lsn };
+
+/** The transaction being received. */
+interface OpenTransaction {
+  final: Lsn;
+  commitTime: string;
+  commitIso: string;
+  /** Changes received so far, wanted or not: a change's position in its transaction. */
+  index: number;
+  /** Changes already delivered before a restart: skipped. */
+  skip: number;
+}
+
+/** What {@link changeSource} needs besides its settings. */
+export interface ChangeSourceOptions {
+  /** The pg client config of the connector (outbound socket, session settings, timeouts). */
+  clientConfig: pg.ClientConfig;
+  clock: Clock;
+  /** How often the confirmed position is sent while a batch is being written, in ms. */
+  statusIntervalMs?: number;
+}
+
+/** Default interval of standby status updates while the source waits on a batch: well inside wal_sender_timeout (60 s). */
+const STATUS_INTERVAL_MS = 10_000;
+
+/**
+ * A push source over Postgres logical replication (`pgoutput`): an initial snapshot consistent
+ * with the slot's start, then every insert, update, delete and truncate of the configured tables
+ * in commit order. The slot's confirmed position moves only after a batch was handed over and
+ * committed by the engine (the handler resolved), so a crash loses nothing: the stream restarts
+ * at the last transaction delivered whole and skips what of a partly delivered one was.
+ */
+export function changeSource(settings: ChangeSourceSettings, options: ChangeSourceOptions): PushSource {
+  return {
+    async consume(from, handler, signal) {
+      const checkpoint = parseChangeCheckpoint(from);
+      if (checkpoint !== null && checkpoint.slot !== settings.slot) {
+        throw new ConnectorError('configuration_invalid', `The pipeline's checkpoint belongs to the slot ${checkpoint.slot}, not ${settings.slot}: a changed slot has no position to resume from.`, { retryable: false });
+      }
+      const admin = new pg.Client(options.clientConfig);
+      admin.on('error', () => undefined);
+      let start: { lsn: Lsn; txn?: Lsn; index?: number; own: NonNullable<ChangeCheckpoint['own']> };
+      try {
+        await admin.connect();
+        const own = { ...checkpoint?.own };
+        const tables = await resolveTables(admin, settings.tables);
+        if (await ensurePublication(admin, settings, tables)) own.publication = true;
+        const slot = await slotState(admin, settings.slot);
+        if (checkpoint?.phase === 'stream') {
+          if (!slot) {
+            throw new ConnectorError('slot_missing', `The replication slot ${settings.slot} is gone: the changes since ${checkpoint.lsn} cannot be read. Delete the pipeline and create it again to take a new snapshot.`, { retryable: false });
+          }
+          start = { lsn: parseLsn(checkpoint.lsn), ...(checkpoint.txn !== undefined ? { txn: parseLsn(checkpoint.txn), index: checkpoint.index ?? 0 } : {}), own };
+        } else if (checkpoint !== null || settings.snapshot === 'initial') {
+          // A snapshot is taken from a new slot only: its start is what makes it consistent. A
+          // snapshot cut short by a crash cannot be resumed, so it starts again from a new slot.
+          if (slot) {
+            if (!(settings.defaultSlot || own.slot)) {
+              throw new ConnectorError('configuration_invalid', `The replication slot ${settings.slot} exists already: an initial snapshot needs a slot of its own. Drop it, name another slot, or set snapshot to "never".`, { retryable: false });
+            }
+            await admin.query('SELECT pg_drop_replication_slot($1)', [settings.slot]);
+          }
+          const consistent = await readSnapshot(admin, settings, tables, options, handler, signal, { ...own, slot: true });
+          if (consistent === undefined) return;
+          start = { lsn: consistent, own: { ...own, slot: true } };
+        } else {
+          let lsn = slot?.confirmed;
+          if (!slot) {
+            const replication = await ReplicationClient.connect(options.clientConfig);
+            try {
+              lsn = (await replication.createSlot(settings.slot, false)).consistentPoint;
+            } finally {
+              await replication.end();
+            }
+            own.slot = true;
+          }
+          start = { lsn: lsn!, own };
+        }
+      } catch (error) {
+        throw classifyChangeError(error);
+      } finally {
+        await admin.end().catch(() => undefined);
+      }
+      if (signal.aborted) return;
+      await streamChanges(settings, options, start, handler, signal);
+    },
+  };
+}
+
+/** The configured tables as the server names them (schema resolved by the search path); `table_not_found` for one missing. */
+async function resolveTables(admin: pg.Client, tables: readonly TableName[]): Promise<Array<{ schema: string; name: string; oid: number }>> {
+  const resolved = [];
+  for (const table of tables) {
+    const { rows } = await admin.query<{ oid: number; nspname: string; relname: string }>(
+      'SELECT c.oid::int AS oid, n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)',
+      [quoteTable(table)],
+    );
+    if (rows.length === 0) throw new ConnectorError('table_not_found', `The source database has no table ${table.schema === undefined ? table.name : `${table.schema}.${table.name}`}.`, { retryable: false });
+    resolved.push({ schema: rows[0]!.nspname, name: rows[0]!.relname, oid: rows[0]!.oid });
+  }
+  return resolved;
+}
+
+/**
+ * Makes sure the publication covers the tables: created when missing (then Ferry owns it), its
+ * table list set to the config's when Ferry owns it, checked otherwise. A table with no replica
+ * identity (no primary key, identity `default`, or `nothing`) is refused first: once published,
+ * Postgres would refuse its UPDATEs and DELETEs in the user's own application. Returns true when
+ * it created the publication.
+ */
+async function ensurePublication(admin: pg.Client, settings: ChangeSourceSettings, tables: ReadonlyArray<{ schema: string; name: string; oid: number }>): Promise<boolean> {
+  const { rows: identities } = await admin.query<{ oid: number; relreplident: string; has_key: boolean }>(
+    `SELECT c.oid::int AS oid, c.relreplident,
+            EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND (i.indisprimary OR i.indisreplident)) AS has_key
+       FROM pg_class c WHERE c.oid = ANY($1::oid[])`,
+    [tables.map((t) => t.oid)],
+  );
+  for (const table of tables) {
+    const identity = identities.find((r) => r.oid === table.oid);
+    if (identity && (identity.relreplident === 'n' || (identity.relreplident === 'd' && !identity.has_key))) {
+      throw new ConnectorError(
+        'configuration_invalid',
+        `The table ${table.schema}.${table.name} has no replica identity (no primary key): published, its UPDATEs and DELETEs would fail. Add a primary key, or ALTER TABLE ... REPLICA IDENTITY FULL.`,
+        { retryable: false },
+      );
+    }
+  }
+  const list = tables.map((t) => `${quoteReplicationIdent(t.schema)}.${quoteReplicationIdent(t.name)}`).join(', ');
+  const { rows } = await admin.query<{ schemaname: string; tablename: string }>('SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1', [settings.publication]);
+  const exists = (await admin.query('SELECT 1 FROM pg_publication WHERE pubname = $1', [settings.publication])).rows.length > 0;
+  if (!exists) {
+    await admin.query(`CREATE PUBLICATION ${quoteReplicationIdent(settings.publication)} FOR TABLE ${list}`);
+    return true;
+  }
+  const missing = tables.filter((t) => !rows.some((r) => r.schemaname === t.schema && r.tablename === t.name));
+  if (missing.length === 0) return false;
+  if (settings.defaultPublication) {
+    await admin.query(`ALTER PUBLICATION ${quoteReplicationIdent(settings.publication)} SET TABLE ${list}`);
+    return false;
+  }
+  throw new ConnectorError('configuration_invalid', `The publication ${settings.publication} does not include ${missing.map((t) => `${t.schema}.${t.name}`).join(', ')}.`, { retryable: false });
+}
+
+/** The slot, if it exists: whether a connection streams from it, and its confirmed position. */
+async function slotState(admin: pg.Client, slot: string): Promise<{ active: boolean; confirmed: Lsn } | undefined> {
+  const { rows } = await admin.query<{ active: boolean; confirmed: string | null; plugin: string | null }>(
+    'SELECT active, confirmed_flush_lsn::text AS confirmed, plugin FROM pg_replication_slots WHERE slot_name = $1',
+    [slot],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  if (row.plugin !== 'pgoutput') {
+    throw new ConnectorError('configuration_invalid', `The replication slot ${slot} is not a logical slot of pgoutput.`, { retryable: false });
+  }
+  return { active: row.active, confirmed: parseLsn(row.confirmed ?? '0/0') };
+}
+
+/**
+ * Creates the slot with an exported snapshot, reads every table in that snapshot (batch by
+ * batch, each handed over and committed before the next), then hands over the position its
+ * stream starts at. Returns that position, or undefined when aborted.
+ */
+async function readSnapshot(
+  admin: pg.Client,
+  settings: ChangeSourceSettings,
+  tables: ReadonlyArray<{ schema: string; name: string }>,
+  options: ChangeSourceOptions,
+  handler: (batch: SourceBatch) => Promise<void>,
+  signal: AbortSignal,
+  own: NonNullable<ChangeCheckpoint['own']>,
+): Promise<Lsn | undefined> {
+  const replication = await ReplicationClient.connect(options.clientConfig);
+  let consistent: Lsn;
+  try {
+    const created = await replication.createSlot(settings.slot, true);
+    consistent = created.consistentPoint;
+    if (!created.snapshotName || !/^[0-9A-Fa-f-]+$/.test(created.snapshotName)) throw new Error('The server exported no usable snapshot.');
+    // The exported snapshot lives while the replication connection stays idle: import it first.
+    await admin.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    await admin.query(`SET TRANSACTION SNAPSHOT '${created.snapshotName}'`);
+  } finally {
+    await replication.end();
+  }
+  const lsn = formatLsn(consistent);
+  const snapshotTime = String((await admin.query<{ now: string }>('SELECT now() AS now')).rows[0]!.now);
+  const hex = lsnKey(consistent);
+  for (let t = 0; t < tables.length; t++) {
+    const table = tables[t]!;
+    const typeName = table.schema === 'public' ? table.name : `${table.schema}.${table.name}`;
+    await admin.query(`DECLARE ferry_snapshot NO SCROLL CURSOR FOR SELECT * FROM ${quoteReplicationIdent(table.schema)}.${quoteReplicationIdent(table.name)}`);
+    let n = 0;
+    for (;;) {
+      if (signal.aborted) return undefined;
+      const { rows } = await admin.query<Record<string, JsonValue>>(`FETCH ${settings.batchSize} FROM ferry_snapshot`);
+      if (rows.length === 0) break;
+      const records: SourceRecord[] = rows.map((row) => ({
+        position: `${hex}:s${t}:${n++}`,
+        type: settings.type ?? `${typeName}.read`,
+        occurredAt: snapshotTime,
+        payload: { action: 'read', record: row as JsonObject, metadata: { schema: table.schema, table: table.name, commit_lsn: lsn, commit_time: snapshotTime } },
+      }));
+      await handler({ records, checkpoint: { v: 1, phase: 'snapshot', slot: settings.slot, lsn, own } satisfies ChangeCheckpoint });
+    }
+    await admin.query('CLOSE ferry_snapshot');
+  }
+  await admin.query('COMMIT');
+  if (signal.aborted) return undefined;
+  // The snapshot is whole: from now on a restart resumes the stream instead of taking another.
+  await handler({ records: [], checkpoint: { v: 1, phase: 'stream', slot: settings.slot, lsn, own } satisfies ChangeCheckpoint });
+  return consistent;
+}
+
+/** An LSN as 16 hex digits: positions sort as their text. */
+function lsnKey(lsn: Lsn): string {
+  return lsn.toString(16).toUpperCase().padStart(16, '0');
+}
+
+/** A commit time (microseconds since 2000) as ISO 8601 with its microseconds. */
+function isoMicros(micros: bigint): string {
+  const unix = micros + POSTGRES_EPOCH_MICROS;
+  const seconds = unix / 1_000_000n;
+  const fraction = (unix % 1_000_000n).toString().padStart(6, '0');
+  return `${new Date(Number(seconds) * 1000).toISOString().slice(0, 19)}.${fraction}Z`;
+}
+
+/**
+ * Streams the slot from `start` until `signal` aborts, handing over batches of at most
+ * `batchSize` changes. Reading runs ahead of the handler by at most two batches (the socket is
+ * paused beyond that), so memory stays bounded whatever the backlog.
+ */
+async function streamChanges(
+  settings: ChangeSourceSettings,
+  options: ChangeSourceOptions,
+  start: { lsn: Lsn; txn?: Lsn; index?: number; own: NonNullable<ChangeCheckpoint['own']> },
+  handler: (batch: SourceBatch) => Promise<void>,
+  signal: AbortSignal,
+): Promise<void> {
+  let replication: ReplicationClient;
+  try {
+    replication = await ReplicationClient.connect(options.clientConfig);
+  } catch (error) {
+    throw classifyChangeError(error);
+  }
+  const relations = new Map<number, RelationInfo>();
+  const wanted = new Set(settings.tables.map((t) => `${t.schema ?? 'public'}.${t.name}`));
+  const pending: Pending[] = [];
+  let pendingRecords = 0;
+  let txn: OpenTransaction | undefined;
+  /** Everything before it was delivered and committed: what the slot may confirm. */
+  let confirmed = start.lsn;
+  let failure: unknown;
+  let flushing: Promise<void> | undefined;
+  let paused = false;
+  const highWater = settings.batchSize * 2;
+
+  const fail = (error: unknown) => {
+    failure ??= error;
+    void replication.end();
+  };
+  const confirm = () => replication.confirm(confirmed, options.clock.now());
+
+  const recordOf = (info: RelationInfo, tuple: TupleData | undefined, old: TupleData | undefined, keyOnly: boolean): { record: JsonObject; unchanged: string[] } => {
+    const record: JsonObject = {};
+    const unchanged: string[] = [];
+    const columns = info.relation.columns;
+    if (tuple === undefined) return { record, unchanged };
+    for (let i = 0; i < columns.length; i++) {
+      const column = columns[i]!;
+      if (keyOnly && !column.key) continue;
+      const text = tuple[i];
+      if (text === undefined) {
+        // A TOASTed value the update left unchanged is not sent again. The old row (replica
+        // identity full) holds it; otherwise it is left out and named, never made up.
+        const before = old?.[i];
+        if (before !== undefined && before !== null) record[column.name] = info.converters[i]!(before);
+        else if (before === null) record[column.name] = null;
+        else unchanged.push(column.name);
+      } else record[column.name] = text === null ? null : info.converters[i]!(text);
+    }
+    return { record, unchanged };
+  };
+
+  const push = (info: RelationInfo, action: string, payload: Omit<JsonObject, 'metadata'>, extra: JsonObject = {}) => {
+    const open = txn!;
+    const index = ++open.index;
+    if (index <= open.skip) return;
+    const record: SourceRecord = {
+      position: `${lsnKey(open.final)}:${index}`,
+      type: settings.type ?? `${info.typeName}.${action}`,
+      occurredAt: open.commitIso,
+      payload: {
+        action,
+        ...payload,
+        metadata: { schema: info.relation.schema, table: info.relation.table, commit_lsn: formatLsn(open.final), commit_time: open.commitTime, ...extra },
+      } as JsonObject,
+    };
+    pending.push({ record, txn: open.final, index });
+    pendingRecords++;
+  };
+
+  const onMessage = (data: Buffer) => {
+    const message = decodePgoutput(data);
+    switch (message.tag) {
+      case 'begin': {
+        const skipAll = message.finalLsn < start.lsn;
+        const skip = skipAll ? Number.MAX_SAFE_INTEGER : start.txn === message.finalLsn ? (start.index ?? 0) : 0;
+        txn = { final: message.finalLsn, commitTime: isoMicros(message.commitTimeMicros), commitIso: new Date(postgresMicrosToMillis(message.commitTimeMicros)).toISOString(), index: 0, skip };
+        return;
+      }
+      case 'commit':
+        txn = undefined;
+        pending.push({ commitEnd: message.endLsn });
+        return;
+      case 'relation': {
+        const relation = message.relation;
+        relations.set(relation.oid, {
+          relation,
+          wanted: wanted.has(`${relation.schema}.${relation.table}`),
+          typeName: relation.schema === 'public' ? relation.table : `${relation.schema}.${relation.table}`,
+          converters: relation.columns.map((c) => columnConverter(c.typeOid)),
+        });
+        return;
+      }
+      case 'insert':
+      case 'update':
+      case 'delete': {
+        const info = relations.get(message.relationOid);
+        if (!info) throw new Error(`pgoutput: a change of relation ${message.relationOid} before its description.`);
+        if (!txn) throw new Error('pgoutput: a change outside a transaction.');
+        if (!info.wanted) {
+          txn.index++;
+          return;
+        }
+        if (message.tag === 'insert') {
+          const { record } = recordOf(info, message.new, undefined, false);
+          push(info, 'insert', { record });
+        } else if (message.tag === 'update') {
+          const { record, unchanged } = recordOf(info, message.new, message.old, false);
+          const extra: JsonObject = {};
+          if (unchanged.length > 0) extra.unchanged_columns = unchanged;
+          if (message.key) extra.old_key = recordOf(info, message.key, undefined, true).record;
+          push(info, 'update', { record, ...(message.old ? { old: recordOf(info, message.old, undefined, false).record } : {}) }, extra);
+        } else {
+          const full = message.old !== undefined;
+          const { record } = recordOf(info, message.old ?? message.key, undefined, !full);
+          push(info, 'delete', { record, ...(full ? { old: record } : {}) });
+        }
+        return;
+      }
+      case 'truncate': {
+        if (!txn) throw new Error('pgoutput: a truncate outside a transaction.');
+        for (const oid of message.relationOids) {
+          const info = relations.get(oid);
+          if (!info?.wanted) {
+            txn.index++;
+            continue;
+          }
+          push(info, 'truncate', { record: {} }, { cascade: message.cascade, restart_identity: message.restartIdentity });
+        }
+        return;
+      }
+      default:
+        return;
+    }
+  };
+
+  /** Hands over what is pending, batch by batch; confirms each batch once the handler resolved. */
+  const flush = async () => {
+    while (failure === undefined && !signal.aborted) {
+      if (pendingRecords === 0) {
+        // Only ends of transactions whose changes were all delivered (or not wanted): confirmable now.
+        let end: Lsn | undefined;
+        while (pending.length > 0 && 'commitEnd' in pending[0]!) end = (pending.shift() as { commitEnd: Lsn }).commitEnd;
+        if (end !== undefined && end > confirmed) {
+          confirmed = end;
+          confirm();
+        }
+        return;
+      }
+      const records: SourceRecord[] = [];
+      let complete = confirmed;
+      let partial: { txn: Lsn; index: number } | undefined;
+      while (pending.length > 0) {
+        const item = pending[0]!;
+        if ('commitEnd' in item) {
+          complete = item.commitEnd;
+          partial = undefined;
+        } else {
+          if (records.length === settings.batchSize) break;
+          records.push(item.record);
+          partial = { txn: item.txn, index: item.index };
+        }
+        pending.shift();
+      }
+      pendingRecords -= records.length;
+      const checkpoint: ChangeCheckpoint = {
+        v: 1,
+        phase: 'stream',
+        slot: settings.slot,
+        lsn: formatLsn(complete),
+        ...(partial ? { txn: formatLsn(partial.txn), index: partial.index } : {}),
+        own: start.own,
+      };
+      if (paused && pendingRecords < highWater) {
+        paused = false;
+        replication.resume();
+      }
+      await handler({ records, checkpoint });
+      if (complete > confirmed) {
+        confirmed = complete;
+        confirm();
+      }
+    }
+  };
+
+  const schedule = () => {
+    if (flushing || pending.length === 0) return;
+    flushing = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(flush)
+      .catch(fail)
+      .finally(() => {
+        flushing = undefined;
+        if (pending.length > 0 && failure === undefined) schedule();
+      });
+  };
+
+  // While a batch is written (a slow destination), the server still hears from the source.
+  let statusTimer: { cancel(): void } | undefined;
+  const keepTalking = () => {
+    statusTimer = options.clock.setTimeout(() => {
+      confirm();
+      keepTalking();
+    }, options.statusIntervalMs ?? STATUS_INTERVAL_MS);
+  };
+
+  const onAbort = () => void replication.end();
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    keepTalking();
+    const streaming = replication.stream(settings.slot, settings.publication, start.lsn, (frame) => {
+      if (failure !== undefined) return;
+      try {
+        if (frame.kind === 'xlog') {
+          onMessage(frame.data);
+          if (pendingRecords >= highWater && !paused) {
+            paused = true;
+            replication.pause();
+          }
+          schedule();
+        } else if (frame.kind === 'keepalive') {
+          // Nothing received is waiting to be delivered: the slot may move up to what the server has sent.
+          const idle = txn === undefined && pending.length === 0 && flushing === undefined;
+          if (idle && frame.walEnd > confirmed) {
+            confirmed = frame.walEnd;
+            confirm();
+          } else if (frame.replyRequested) confirm();
+        }
+      } catch (error) {
+        fail(error);
+      }
+    });
+    try {
+      await streaming;
+    } catch (error) {
+      failure ??= error;
+    }
+    await flushing;
+  } finally {
+    statusTimer?.cancel();
+    signal.removeEventListener('abort', onAbort);
+    await replication.end();
+  }
+  if (failure !== undefined && !signal.aborted) throw classifyChangeError(failure);
+}
+
+/** A failure of change capture as a connector error: a slot another connection holds is retryable. */
+function classifyChangeError(error: unknown): ConnectorError {
+  if (error instanceof ConnectorError) return error;
+  const state = sqlState(error);
+  // 55006: the slot is active for another connection (a previous consumer still closing).
+  if (state === '55006') return new ConnectorError('slot_in_use', 'The replication slot is in use by another connection.', { retryable: true, cause: error });
+  if (state === '55000' || state === '42704') {
+    return new ConnectorError('configuration_invalid', `The server refused logical replication (SQLSTATE ${state}): is wal_level logical, and does the slot exist?`, { retryable: false, cause: error });
+  }
+  if (state === undefined && error instanceof Error && /^pgoutput:/.test(error.message)) {
+    return new ConnectorError('source_unavailable', `The change stream could not be read: ${error.message}`, { retryable: true, cause: error });
+  }
+  return classifyError(error, 'source');
+}
