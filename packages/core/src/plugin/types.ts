@@ -206,6 +206,17 @@ export interface ConnectorDefinition<TSchemaT extends TObject = TObject> {
   check?(ctx: ConnectorContext<Static<TSchemaT>>): Promise<CheckResult>;
   /** Opens the source side for one pipeline. */
   source?(ctx: PipelineConnectorContext<Static<TSchemaT>>): Source | Promise<Source>;
+  /**
+   * Releases what the source side keeps in the source system for one pipeline (a replication
+   * slot, which holds WAL until it is dropped; a publication), when that pipeline is deleted.
+   * Called once nothing of the pipeline runs any more, with its last committed checkpoint; the
+   * deletion completes when it resolves, so a pipeline of a type with this hook is always
+   * `deleting` first (202). A retryable error (the source is unreachable) keeps it `deleting`
+   * and the engine tries again at its next poll, for up to a day; a non-retryable error, or a
+   * day of retryable ones, completes the deletion without it, and `connector.error` says what
+   * may be left behind. Kept while the pipeline is only paused.
+   */
+  releaseSource?(ctx: PipelineConnectorContext<Static<TSchemaT>>, checkpoint: Checkpoint | null): Promise<void>;
   /** Opens the destination side for one pipeline. */
   destination?(ctx: PipelineConnectorContext<Static<TSchemaT>>): Destination | Promise<Destination>;
   /**

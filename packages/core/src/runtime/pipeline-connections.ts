@@ -145,7 +145,7 @@ export function connectorsVersion(source: ConnectorRow | null, destination: Conn
 }
 
 /** The inbox of one connector, as its plugin reads it (positions are inbox sequence numbers). */
-function connectorInbox(ctx: EngineContext, connectorId: string): ConnectorInbox {
+export function connectorInbox(ctx: EngineContext, connectorId: string): ConnectorInbox {
   return {
     async read(checkpoint, max) {
       const after = typeof checkpoint === 'number' ? checkpoint : 0;

@@ -2,8 +2,10 @@ import type { ClockTimer } from '../clock.js';
 import { nowIso, transact, type EngineContext } from '../engine-context.js';
 import type { ConnectorsService } from '../services/connectors-service.js';
 import type { PipelineLifecycleHooks, PipelinesService } from '../services/pipelines-service.js';
+import type { Repositories } from '../storage/ferry-storage.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
 import { pipelineLeaseName } from './lease-keeper.js';
+import { releasePipelineSource } from './source-release.js';
 import type { FlowDeps } from './pipeline-flow.js';
 import { ReplayWorker } from './replay-worker.js';
 import { RunExecutor } from './run-executor.js';
@@ -171,6 +173,11 @@ export class PipelineRuntime implements PipelineLifecycleHooks {
     await stale(db('runs')).where('trigger', 'stream').update({ status: 'failed', finished_at: now, error: 'interrupted', ...lease });
   }
 
+  /** Lets a deleted pipeline's source release what it keeps for it (the plugin's `releaseSource`). */
+  releaseSource(row: PipelineRow): Promise<boolean> {
+    return releasePipelineSource(this.ctx, this.deps.connectors, row);
+  }
+
   /**
    * Completes the deletion of a `deleting` pipeline once nothing of it runs anywhere: no local
    * worker, no running run, no live lease.
@@ -178,15 +185,23 @@ export class PipelineRuntime implements PipelineLifecycleHooks {
   private finishDeletionIfIdle(pipelineId: string): Promise<void> {
     const pending = this.finishing.get(pipelineId);
     if (pending) return pending;
+    const idle = async (repos: Repositories): Promise<PipelineRow | undefined> => {
+      const row = await repos.pipelines.getAnyWorkspace(pipelineId);
+      if (!row || row.state !== 'deleting') return undefined;
+      if ((await repos.runs.inFlight(pipelineId)).some((r) => r.status === 'running')) return undefined;
+      const lease = await repos.leases.get(pipelineLeaseName(pipelineId));
+      if (lease && lease.expires_at > nowIso(this.ctx)) return undefined;
+      return row;
+    };
     const work = (async () => {
       try {
+        // The source releases what it keeps for the pipeline first (a replication slot), outside
+        // the transaction: it is I/O to another system, and may have to wait for the next poll.
+        const stopped = await idle(this.ctx.storage.repos);
+        if (!stopped || !(await this.releaseSource(stopped))) return;
         await transact(this.ctx, async (repos, emit) => {
-          const row = await repos.pipelines.getAnyWorkspace(pipelineId);
-          if (!row || row.state !== 'deleting') return;
-          if ((await repos.runs.inFlight(pipelineId)).some((r) => r.status === 'running')) return;
-          const lease = await repos.leases.get(pipelineLeaseName(pipelineId));
-          if (lease && lease.expires_at > nowIso(this.ctx)) return;
-          await this.pipelines.finishDeletion(repos, row, emit);
+          const row = await idle(repos);
+          if (row) await this.pipelines.finishDeletion(repos, row, emit);
         });
       } catch (error) {
         this.ctx.logger.warn({ pipeline_id: pipelineId, err: (error as Error)?.message }, 'finishing a deletion failed; the next poll tries again');

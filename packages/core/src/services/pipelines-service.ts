@@ -28,6 +28,11 @@ export interface PipelineLifecycleHooks {
   changed(pipelineId: string): void;
   /** Tells the runtime dead-letter replays were requested. */
   replayRequested?(): void;
+  /**
+   * Lets a deleted pipeline's source release what it keeps for it (see the plugin API's
+   * `releaseSource`); false when the deletion must wait for a later try.
+   */
+  releaseSource?(row: PipelineRow): Promise<boolean>;
 }
 
 /**
@@ -162,24 +167,47 @@ export class PipelinesService {
 
   /**
    * Deletes a pipeline. With runs in flight it turns `deleting` and the runtime completes the
-   * deletion when they finish; otherwise it is gone at once. Connectors and data already
-   * written to the destination are kept. Emits `pipeline.deleted` when gone.
+   * deletion when they finish; otherwise it is gone at once. A source whose type keeps something
+   * of the pipeline in the source system (`releaseSource`: a replication slot) releases it first;
+   * when it cannot now (unreachable), the pipeline stays `deleting` and the runtime tries again.
+   * Connectors and data already written to the destination are kept. Emits `pipeline.deleted`
+   * when gone.
    */
   async delete(workspaceId: string, id: string): Promise<DeletePipelineResult> {
-    const result = await transact(this.ctx, async (repos, emit): Promise<DeletePipelineResult> => {
+    let release: PipelineRow | undefined;
+    let result = await transact(this.ctx, async (repos, emit): Promise<DeletePipelineResult> => {
       const row = await repos.pipelines.get(workspaceId, id);
       if (!row) throw notFound('pipeline', id);
       const inFlight = (await repos.runs.inFlight(id)).filter((r) => r.status === 'running');
-      if (inFlight.length > 0 || row.state === 'deleting') {
+      const releases = inFlight.length === 0 && row.state !== 'deleting' && (await this.sourceReleases(repos, row));
+      if (inFlight.length > 0 || row.state === 'deleting' || releases) {
+        // Deleting first, also when the source releases: nothing can activate it meanwhile.
         const now = nowIso(this.ctx);
         await repos.pipelines.update(workspaceId, id, { state: 'deleting', updated_at: now });
+        if (releases) release = { ...row, state: 'deleting', updated_at: now };
         return { status: 'deleting', pipeline: this.present({ ...row, state: 'deleting', updated_at: now }, inFlight[inFlight.length - 1] ?? null) };
       }
       await this.finishDeletion(repos, row, emit);
       return { status: 'deleted' };
     });
+    // Outside the transaction: releasing is I/O to the source system.
+    if (release && (await this.hooks.releaseSource?.(release)) !== false) {
+      const deleting = result;
+      result = await transact(this.ctx, async (repos, emit): Promise<DeletePipelineResult> => {
+        const row = await repos.pipelines.get(workspaceId, id);
+        if (!row || row.state !== 'deleting' || (await repos.runs.inFlight(id)).some((r) => r.status === 'running')) return deleting;
+        await this.finishDeletion(repos, row, emit);
+        return { status: 'deleted' };
+      });
+    }
     this.hooks.changed(id);
     return result;
+  }
+
+  /** True when the pipeline's source connector type has a `releaseSource` hook. */
+  private async sourceReleases(repos: Repositories, row: PipelineRow): Promise<boolean> {
+    const source = await repos.connectors.get(row.workspace_id, row.source_connector_id);
+    return source !== null && this.ctx.registry.connector(source.type)?.definition.releaseSource !== undefined;
   }
 
   /**
