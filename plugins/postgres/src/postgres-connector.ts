@@ -1,6 +1,6 @@
 import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition } from '@ferry/core';
 import { postgresConfigSchema, validatePostgresConfig } from './config.js';
-import { changeSource, changeSourceSettings } from './cdc/change-source.js';
+import { changeSource, changeSourceSettings, releaseChangeSource } from './cdc/change-source.js';
 import { checkSide } from './check.js';
 import { classifyError, clientConfig, createPool, withClient } from './connection.js';
 import { destinationSettings, postgresDestination } from './destination.js';
@@ -68,6 +68,12 @@ export function postgres(options: PostgresOptions = {}): PostgresConnector {
       // Settings first: a config the engine should have refused fails before a pool exists.
       const settings = sourceSettings(ctx.config);
       return postgresSource(createPool(ctx.config, { poolSize, connectTimeoutMs, outbound: ctx.outbound }), settings);
+    },
+
+    // A deleted pipeline's slot would hold WAL forever: dropped with it (kept while paused).
+    async releaseSource(ctx, checkpoint) {
+      if (ctx.config.capture !== 'changes') return;
+      await releaseChangeSource(clientConfig(ctx.config, { connectTimeoutMs, outbound: ctx.outbound }), changeSourceSettings(ctx.config, ctx.pipelineId), checkpoint);
     },
 
     destination(ctx) {

@@ -577,3 +577,32 @@ function classifyChangeError(error: unknown): ConnectorError {
   }
   return classifyError(error, 'source');
 }
+
+/**
+ * Drops what change capture kept for a deleted pipeline: its slot (which holds WAL until it is
+ * gone) and its publication, each only when Ferry created it (a default name, or one the
+ * checkpoint says it created). A slot still streaming to another connection is `slot_in_use`,
+ * retryable: the engine tries again once that consumer has stopped.
+ */
+export async function releaseChangeSource(clientConfig: pg.ClientConfig, settings: ChangeSourceSettings, from: Checkpoint | null): Promise<void> {
+  let own: ChangeCheckpoint['own'];
+  try {
+    own = parseChangeCheckpoint(from)?.own;
+  } catch {
+    own = undefined; // a checkpoint of capture "rows": only default names count as Ferry's
+  }
+  const dropSlot = settings.defaultSlot || own?.slot === true;
+  const dropPublication = settings.defaultPublication || own?.publication === true;
+  if (!dropSlot && !dropPublication) return;
+  const admin = new pg.Client(clientConfig);
+  admin.on('error', () => undefined);
+  try {
+    await admin.connect();
+    if (dropSlot) await admin.query('SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1', [settings.slot]);
+    if (dropPublication) await admin.query(`DROP PUBLICATION IF EXISTS ${quoteReplicationIdent(settings.publication)}`);
+  } catch (error) {
+    throw classifyChangeError(error);
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,87 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { createEngine, generateSecretKey, sqlite, type Engine, type JsonObject } from '@ferry/core';
+import { postgres } from '@ferry/postgres';
+import { MemoryHub, memoryConnector, eventually, getSharedTestPostgres, VirtualClock } from '@ferry/testing';
+import pg from 'pg';
+
+// Change capture through the engine: the snapshot's hand-over to the stream, pause and activate
+// resuming at the confirmed position, and a deleted pipeline dropping its slot and publication.
+const WS = 'default';
+let url: string;
+let admin: pg.Pool;
+const engines: Engine[] = [];
+
+beforeAll(async () => {
+  url = await (await getSharedTestPostgres()).createDatabase('runtime_pg_cdc');
+  admin = new pg.Pool({ connectionString: url, max: 2 });
+});
+afterEach(async () => {
+  await Promise.all(engines.splice(0).map((e) => e.stop()));
+});
+afterAll(async () => {
+  await admin.end();
+});
+
+/** Looks 1 s of virtual time apart; real waits only let the I/O of each step finish. */
+const until = (clock: VirtualClock, check: () => boolean | Promise<boolean>) => eventually(clock, check, 1000, 1000, 3);
+
+async function setup() {
+  const clock = new VirtualClock(undefined, { settleRealMs: 1 });
+  const hub = new MemoryHub({ clock });
+  const engine = await createEngine({
+    storage: sqlite({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-cdc-')), 'ferry.db') }),
+    clock,
+    secretKey: generateSecretKey(),
+    plugins: [postgres(), memoryConnector(hub)],
+    outboundAllow: ['127.0.0.1'],
+    runtime: { pollIntervalMs: 60_000, leaseTtlMs: 30 * 60_000 },
+    webhookDelivery: false,
+  });
+  await engine.start();
+  engines.push(engine);
+  return { clock, hub, engine };
+}
+
+const slotOf = async (name: string) => (await admin.query<{ active: boolean }>('SELECT active FROM pg_replication_slots WHERE slot_name = $1', [name])).rows[0];
+const publicationOf = async (name: string) => (await admin.query('SELECT 1 FROM pg_publication WHERE pubname = $1', [name])).rows.length > 0;
+const ids = (hub: MemoryHub) => [...hub.sink('out').events.values()].map((e) => ((e.payload as JsonObject).record as JsonObject).id);
+
+it('snapshot, then the stream; pause and activate resume at the confirmed position; delete drops the slot', async () => {
+  await admin.query('CREATE TABLE items (id int PRIMARY KEY, label text)');
+  await admin.query(`INSERT INTO items SELECT g, 'item ' || g FROM generate_series(1, 30) g`);
+  const { clock, hub, engine } = await setup();
+  const source = await engine.connectors.create(WS, { type: 'postgres', direction: 'source', config: { connection_string: url, capture: 'changes', tables: ['items'], batch_size: 10 } });
+  const sink = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
+  const pipeline = await engine.pipelines.create(WS, { name: 'items', source_connector_id: source.id, destination_connector_id: sink.id, activate: true, batch_size: 10, flush_interval_ms: 1000 });
+  const slot = `ferry_${pipeline.id.toLowerCase()}`;
+
+  await until(clock, () => hub.sink('out').events.size === 30);
+  expect(new Set([...hub.sink('out').events.values()].map((e) => e.type))).toEqual(new Set(['items.read']));
+  await admin.query(`INSERT INTO items VALUES (31, 'new'), (32, 'newer')`);
+  await admin.query(`UPDATE items SET label = 'changed' WHERE id = 1`);
+  await until(clock, () => hub.sink('out').events.size === 33);
+
+  await engine.pipelines.pause(WS, pipeline.id);
+  await until(clock, async () => (await slotOf(slot))?.active === false);
+  // Kept while paused; what is written meanwhile waits in the slot.
+  await admin.query(`INSERT INTO items VALUES (33, 'while paused')`);
+  await admin.query(`DELETE FROM items WHERE id = 2`);
+  await engine.pipelines.activate(WS, pipeline.id);
+  await until(clock, () => hub.sink('out').events.size === 35);
+  expect(ids(hub).slice(30)).toEqual([31, 32, 1, 33, 2]);
+  expect([...hub.sink('out').events.values()].slice(30).map((e) => e.type)).toEqual(['items.insert', 'items.insert', 'items.update', 'items.insert', 'items.delete']);
+  expect(hub.sink('out').duplicates).toBe(0);
+  // The event log lists them too, each once.
+  const listed = await engine.events.list(WS, pipeline.id, { limit: 100 });
+  expect(listed.data).toHaveLength(35);
+
+  await engine.pipelines.pause(WS, pipeline.id);
+  await until(clock, async () => (await slotOf(slot))?.active === false);
+  const deleted = await engine.pipelines.delete(WS, pipeline.id);
+  expect(deleted.status).toBe('deleted');
+  expect(await slotOf(slot)).toBeUndefined();
+  expect(await publicationOf(slot)).toBe(false);
+});
