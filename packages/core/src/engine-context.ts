@@ -32,6 +32,8 @@ export interface EngineContext {
   readonly settings: ServiceSettings;
   /** Identifies this engine instance as a lease holder. */
   readonly instanceId: string;
+  /** What each open source last reported it holds back, in bytes, by pipeline id. */
+  readonly sourceLag: Map<string, number>;
   /** The transaction the current async flow runs in, if any (see {@link transact}). */
   readonly currentTransaction: AsyncLocalStorage<{ repos: Repositories; emit: Emit }>;
   /**

@@ -101,6 +101,7 @@ export class Engine {
   readonly platformEvents$: Observable<PlatformEvent>;
   /** This instance's id as a lease holder. */
   readonly instanceId: string;
+  private readonly lag = new Map<string, number>();
   /** The engine's storage (advanced use: tools, tests). */
   readonly storage: FerryStorage;
   /** The engine's clock. */
@@ -143,6 +144,7 @@ export class Engine {
       registry,
       bus: this.bus,
       instanceId: this.instanceId,
+      sourceLag: this.lag,
       currentTransaction: new AsyncLocalStorage(),
       settings: {
         outboundAllow: options.outboundAllow ?? [],
@@ -260,6 +262,15 @@ export class Engine {
     await this.storage.close();
     this.lifecycle = 'stopped';
     this.logger.info({ instance_id: this.instanceId }, 'ferry engine stopped');
+  }
+
+  /**
+   * What each source this engine has open holds back in its system, in bytes, by pipeline id:
+   * the last value the source reported (a change-capturing Postgres source: the WAL its slot
+   * retains). Pipelines whose source reports nothing, or that run elsewhere, are absent.
+   */
+  sourceLag(): ReadonlyMap<string, number> {
+    return new Map(this.lag);
   }
 
   /** Listens to one platform event type (or `*` for all), in process, after commit. */

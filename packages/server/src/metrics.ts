@@ -58,6 +58,16 @@ export function createMetrics(engine: Engine): ServerMetrics {
     'queue',
     (s) => s.queues,
   );
+  new Gauge({
+    name: 'ferry_source_lag_bytes',
+    help: 'What a source holds back in its system for a pipeline this server runs, in bytes (a Postgres replication slot: WAL not yet confirmed).',
+    labelNames: ['pipeline_id'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [pipelineId, bytes] of engine.sourceLag()) this.set({ pipeline_id: pipelineId }, bytes);
+    },
+  });
   return {
     registry,
     observe(entry) {

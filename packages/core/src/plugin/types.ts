@@ -23,6 +23,11 @@ export interface CheckResult {
   latencyMs: number;
   /** Why the check did not pass; must not contain secrets. */
   error?: { code: string; message: string };
+  /**
+   * Facts the check found worth showing (a replication slot's lag, a server setting), as JSON;
+   * returned as `details` by the check route. Must not contain secrets.
+   */
+  details?: JsonObject;
 }
 
 /**
@@ -156,6 +161,13 @@ export interface PipelineConnectorContext<TConfig> extends ConnectorContext<TCon
   readonly pipelineId: string;
   /** This connector's inbox (see {@link ConnectorInbox}). */
   readonly inbox: ConnectorInbox;
+  /**
+   * Reports how much the source system holds back for this pipeline, in bytes (a replication
+   * slot's WAL between the server's end and the confirmed position). The engine keeps the last
+   * value per pipeline (`engine.sourceLag()`, and `ferry_source_lag_bytes` on `/metrics`) until
+   * the source is closed. Optional: sources with no such notion never call it.
+   */
+  readonly reportLag?: (bytes: number) => void;
 }
 
 /** Input of a credential rotation (contract section 5.1). */

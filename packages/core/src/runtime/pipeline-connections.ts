@@ -47,6 +47,8 @@ export async function openConnections(
   const clean = (text: string) => scrub(text, secrets);
   const opened: { reader?: Source; writer?: Destination } = {};
   const closeAll = async () => {
+    // A closed source reports nothing any more: its last figure would go stale.
+    if (options.withSource) ctx.sourceLag.delete(pipeline.id);
     for (const side of [opened.reader, opened.writer]) {
       try {
         await side?.close?.();
@@ -56,7 +58,14 @@ export async function openConnections(
     }
   };
   try {
-    const pluginContext = (c: OpenedConnector) => ({ ...connectors.pluginContext(c, options.signal), pipelineId: pipeline.id, inbox: connectorInbox(ctx, c.row.id) });
+    const pluginContext = (c: OpenedConnector) => ({
+      ...connectors.pluginContext(c, options.signal),
+      pipelineId: pipeline.id,
+      inbox: connectorInbox(ctx, c.row.id),
+      reportLag: (bytes: number) => {
+        if (Number.isFinite(bytes) && bytes >= 0) ctx.sourceLag.set(pipeline.id, bytes);
+      },
+    });
     if (options.withSource) {
       const open = source.plugin.definition.source;
       if (!open) throw new FlowError('source', 'direction_unsupported', `Connector type ${source.row.type} cannot be read from.`, false);
