@@ -89,6 +89,7 @@ export const responseSchemas: Record<string, TSchema> = {
     health: Lit(['healthy', 'degraded', 'down']),
     latency_ms: Type.Integer(),
     error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() })),
+    details: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Facts the check found, by connector type (postgres change capture: wal_level and its replication slots with lag_bytes).' })),
   }),
   ConnectorRotation: Type.Object({
     connector: Connector,

@@ -202,7 +202,7 @@ export class ConnectorsService {
    * A live connection check through the plugin. Records the health; a change emits
    * `connector.health_changed`, a failure `connector.error`.
    */
-  async check(workspaceId: string, id: string): Promise<{ health: Connector['health']; latency_ms: number; error?: { code: string; message: string } }> {
+  async check(workspaceId: string, id: string): Promise<{ health: Connector['health']; latency_ms: number; error?: { code: string; message: string }; details?: JsonObject }> {
     const opened = await this.open(workspaceId, id);
     const started = this.ctx.clock.now();
     let result: CheckResult;
@@ -228,7 +228,8 @@ export class ConnectorsService {
     }
     const error = result.error ? { code: result.error.code, message: scrub(result.error.message, opened.secretValues).slice(0, 1000) } : undefined;
     await this.recordHealth(opened.row, result.health, error);
-    return { health: result.health, latency_ms: Math.max(0, Math.round(result.latencyMs)), ...(error ? { error } : {}) };
+    const details = result.details ? (JSON.parse(scrub(JSON.stringify(result.details), opened.secretValues)) as JsonObject) : undefined;
+    return { health: result.health, latency_ms: Math.max(0, Math.round(result.latencyMs)), ...(error ? { error } : {}), ...(details ? { details } : {}) };
   }
 
   /**
