@@ -63,9 +63,13 @@ it('snapshot, then the stream; pause and activate resume at the confirmed positi
   await admin.query(`INSERT INTO items VALUES (31, 'new'), (32, 'newer')`);
   await admin.query(`UPDATE items SET label = 'changed' WHERE id = 1`);
   await until(clock, () => hub.sink('out').events.size === 33);
+  // The slot's lag, as the source last reported it: what /metrics shows as ferry_source_lag_bytes.
+  await until(clock, () => engine.sourceLag().has(pipeline.id));
+  expect(engine.sourceLag().get(pipeline.id)).toBeGreaterThanOrEqual(0);
 
   await engine.pipelines.pause(WS, pipeline.id);
   await until(clock, async () => (await slotOf(slot))?.active === false);
+  expect(engine.sourceLag().has(pipeline.id)).toBe(false);
   // Kept while paused; what is written meanwhile waits in the slot.
   await admin.query(`INSERT INTO items VALUES (33, 'while paused')`);
   await admin.query(`DELETE FROM items WHERE id = 2`);

@@ -1,6 +1,6 @@
-import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition } from '@ferry/core';
+import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition, type JsonObject } from '@ferry/core';
 import { postgresConfigSchema, validatePostgresConfig } from './config.js';
-import { changeSource, changeSourceSettings, releaseChangeSource } from './cdc/change-source.js';
+import { changeSource, changeSourceSettings, checkChangeCapture, releaseChangeSource } from './cdc/change-source.js';
 import { checkSide } from './check.js';
 import { classifyError, clientConfig, createPool, withClient } from './connection.js';
 import { destinationSettings, postgresDestination } from './destination.js';
@@ -54,16 +54,32 @@ export function postgres(options: PostgresOptions = {}): PostgresConnector {
 
     validateConfig: (config, direction, outbound) => validatePostgresConfig(config, direction, outbound),
 
-    check: (ctx) =>
-      probeCheck(
+    check: async (ctx) => {
+      if (ctx.config.capture === 'changes' && ctx.direction === 'source') {
+        let details: JsonObject | undefined;
+        const result = await probeCheck(
+          ctx.clock,
+          async () => {
+            details = await withClient(clientConfig(ctx.config, { connectTimeoutMs, outbound: ctx.outbound }), (client) => checkChangeCapture(client, ctx.config));
+          },
+          (error) => classifyError(error, 'check'),
+        );
+        return details ? { ...result, details } : result;
+      }
+      return probeCheck(
         ctx.clock,
         () => withClient(clientConfig(ctx.config, { connectTimeoutMs, outbound: ctx.outbound }), (client) => checkSide(client, ctx.config, ctx.direction)),
         (error) => classifyError(error, 'check'),
-      ),
+      );
+    },
 
     source(ctx) {
       if (ctx.config.capture === 'changes') {
-        return changeSource(changeSourceSettings(ctx.config, ctx.pipelineId), { clientConfig: clientConfig(ctx.config, { connectTimeoutMs, outbound: ctx.outbound }), clock: ctx.clock });
+        return changeSource(changeSourceSettings(ctx.config, ctx.pipelineId), {
+          clientConfig: clientConfig(ctx.config, { connectTimeoutMs, outbound: ctx.outbound }),
+          clock: ctx.clock,
+          ...(ctx.reportLag ? { reportLag: ctx.reportLag } : {}),
+        });
       }
       // Settings first: a config the engine should have refused fails before a pool exists.
       const settings = sourceSettings(ctx.config);

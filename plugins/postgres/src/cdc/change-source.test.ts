@@ -259,6 +259,50 @@ describe('postgres change capture', () => {
   });
 });
 
+describe('postgres change capture check', () => {
+  const check = (config: Partial<PostgresConfig>, connection = url) => {
+    const full = { connection_string: connection, capture: 'changes', ...config } as PostgresConfig;
+    return plugin.check!(connectorContext(full, { direction: 'source', outboundAllow: ['127.0.0.1'] }));
+  };
+
+  it('is healthy with the server facts and the lag of Ferry\'s slots', async () => {
+    await admin.query(`CREATE TABLE cdc_checked (id int PRIMARY KEY)`);
+    const id = pipeline();
+    const c = consume(open({ tables: ['cdc_checked'], snapshot: 'never' }, id));
+    await waitForSlot(`ferry_${id}`);
+    await c.stop();
+    const result = await check({ tables: ['cdc_checked'] });
+    expect(result.health, JSON.stringify(result.error)).toBe('healthy');
+    expect(result.details).toMatchObject({ wal_level: 'logical' });
+    const slots = (result.details!.replication_slots as Array<{ slot_name: string; active: boolean; lag_bytes: number }>);
+    expect(slots.find((s) => s.slot_name === `ferry_${id}`)).toEqual({ slot_name: `ferry_${id}`, active: false, lag_bytes: expect.any(Number) });
+  });
+
+  it('names what is missing: a table, a replica identity, the REPLICATION attribute, ownership', async () => {
+    await admin.query(`CREATE TABLE cdc_unkeyed (v text)`);
+    await admin.query(`CREATE TABLE cdc_foreign (id int PRIMARY KEY)`);
+    const missing = await check({ tables: ['cdc_nowhere'] });
+    expect([missing.health, missing.error?.code]).toEqual(['down', 'table_not_found']);
+    expect(missing.error?.message).toContain('cdc_nowhere');
+    const unkeyed = await check({ tables: ['cdc_unkeyed'] });
+    expect([unkeyed.error?.code, unkeyed.error?.message]).toEqual(['configuration_invalid', expect.stringMatching(/cdc_unkeyed.*primary key/)]);
+
+    // A role that may log in and read, but not replicate; then one that replicates without owning the table.
+    const role = `cdc_role_${process.pid}_${Math.floor(Math.random() * 1e9)}`;
+    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'pw-cdc-role'`);
+    await admin.query(`GRANT SELECT ON cdc_foreign TO ${role}`);
+    const roleUrl = new URL(url);
+    roleUrl.username = role;
+    roleUrl.password = 'pw-cdc-role';
+    const plain = await check({ tables: ['cdc_foreign'] }, roleUrl.toString());
+    expect([plain.error?.code, plain.error?.message]).toEqual(['permission_denied', expect.stringContaining('REPLICATION')]);
+    await admin.query(`ALTER ROLE ${role} REPLICATION`);
+    const foreign = await check({ tables: ['cdc_foreign'] }, roleUrl.toString());
+    expect([foreign.error?.code, foreign.error?.message]).toEqual(['permission_denied', expect.stringContaining('ownership of cdc_foreign')]);
+    expect(foreign.error?.message).not.toContain('pw-cdc-role');
+  });
+});
+
 async function waitFor(check: () => Promise<boolean>): Promise<void> {
   for (let i = 0; i < 2000; i++) {
     if (await check()) return;

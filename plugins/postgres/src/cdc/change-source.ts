@@ -108,6 +108,8 @@ export interface ChangeSourceOptions {
   clock: Clock;
   /** How often the confirmed position is sent while a batch is being written, in ms. */
   statusIntervalMs?: number;
+  /** Told the bytes of WAL the slot holds back (the server's end minus the confirmed position). */
+  reportLag?: (bytes: number) => void;
 }
 
 /** Default interval of standby status updates while the source waits on a batch: well inside wal_sender_timeout (60 s). */
@@ -347,7 +349,12 @@ async function streamChanges(
     failure ??= error;
     void replication.end();
   };
-  const confirm = () => replication.confirm(confirmed, options.clock.now());
+  /** The end of the server's WAL, as it last said. */
+  let serverEnd = start.lsn;
+  const confirm = () => {
+    replication.confirm(confirmed, options.clock.now());
+    options.reportLag?.(serverEnd > confirmed ? Number(serverEnd - confirmed) : 0);
+  };
 
   const recordOf = (info: RelationInfo, tuple: TupleData | undefined, old: TupleData | undefined, keyOnly: boolean): { record: JsonObject; unchanged: string[] } => {
     const record: JsonObject = {};
@@ -531,6 +538,7 @@ async function streamChanges(
       if (failure !== undefined) return;
       try {
         if (frame.kind === 'xlog') {
+          if (frame.walEnd > serverEnd) serverEnd = frame.walEnd;
           onMessage(frame.data);
           if (pendingRecords >= highWater && !paused) {
             paused = true;
@@ -538,12 +546,12 @@ async function streamChanges(
           }
           schedule();
         } else if (frame.kind === 'keepalive') {
+          if (frame.walEnd > serverEnd) serverEnd = frame.walEnd;
           // Nothing received is waiting to be delivered: the slot may move up to what the server has sent.
           const idle = txn === undefined && pending.length === 0 && flushing === undefined;
-          if (idle && frame.walEnd > confirmed) {
-            confirmed = frame.walEnd;
-            confirm();
-          } else if (frame.replyRequested) confirm();
+          if (idle && frame.walEnd > confirmed) confirmed = frame.walEnd;
+          // Answered every time: the reply also refreshes the lag figure.
+          confirm();
         }
       } catch (error) {
         fail(error);
@@ -605,4 +613,70 @@ export async function releaseChangeSource(clientConfig: pg.ClientConfig, setting
   } finally {
     await admin.end().catch(() => undefined);
   }
+}
+
+/**
+ * What a check of a change-capturing source proves, naming what is missing: `wal_level` is
+ * `logical`; the role may replicate (`REPLICATION`, or superuser); every table exists, may be
+ * read, and has a replica identity; the publication covers the tables, or the role owns them so
+ * it can create it; a slot is free when one must be created. Returns the details a check shows:
+ * `wal_level` and, for the database's slots named by the config or by Ferry (`ferry_*`), how
+ * many bytes of WAL each holds back (`lag_bytes`) and whether it is being read.
+ */
+export async function checkChangeCapture(client: pg.Client, config: PostgresConfig): Promise<JsonObject> {
+  const invalid = (code: string, message: string) => new ConnectorError(code, message, { retryable: false });
+  const { rows: server } = await client.query<{ wal_level: string; replicates: boolean; slots_max: string; slots_used: string }>(
+    `SELECT current_setting('wal_level') AS wal_level,
+            (SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user) AS replicates,
+            current_setting('max_replication_slots') AS slots_max,
+            (SELECT count(*) FROM pg_replication_slots)::text AS slots_used`,
+  );
+  const facts = server[0]!;
+  if (facts.wal_level !== 'logical') {
+    throw invalid('configuration_invalid', `wal_level is ${facts.wal_level}: change capture needs wal_level = logical (ALTER SYSTEM SET wal_level = logical, then restart Postgres).`);
+  }
+  if (!facts.replicates) throw invalid('permission_denied', 'The role lacks the REPLICATION attribute: ALTER ROLE ... REPLICATION (or use capture "rows").');
+  const tables = (config.tables ?? []).map((text) => parseTableName(text)).filter((t): t is TableName => t !== null);
+  const { rows: described } = await client.query<{ name: string; found: boolean; readable: boolean | null; owned: boolean | null; identity: string | null; has_key: boolean | null }>(
+    `SELECT t.name, c.oid IS NOT NULL AS found,
+            has_table_privilege(c.oid, 'SELECT') AS readable,
+            pg_has_role(c.relowner, 'USAGE') AS owned,
+            c.relreplident::text AS identity,
+            EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND (i.indisprimary OR i.indisreplident)) AS has_key
+       FROM unnest($1::text[]) AS t(name) LEFT JOIN pg_class c ON c.oid = to_regclass(t.name)`,
+    [tables.map((t) => quoteTable(t))],
+  );
+  const named = (quoted: string) => quoted.replace(/"/g, '');
+  for (const table of described) {
+    if (!table.found) throw invalid('table_not_found', `The source database has no table ${named(table.name)}.`);
+    if (!table.readable) throw invalid('permission_denied', `The role may not read ${named(table.name)}: GRANT SELECT (the snapshot reads it).`);
+    if (table.identity === 'n' || (table.identity === 'd' && !table.has_key)) {
+      throw invalid('configuration_invalid', `The table ${named(table.name)} has no replica identity (no primary key): published, its UPDATEs and DELETEs would fail. Add a primary key, or ALTER TABLE ... REPLICA IDENTITY FULL.`);
+    }
+  }
+  // The pipeline's own names are per pipeline; a check knows only the configured ones.
+  if (config.publication !== undefined) {
+    const { rows } = await client.query<{ n: string }>('SELECT count(*)::text AS n FROM pg_publication WHERE pubname = $1', [config.publication]);
+    if (rows[0]!.n === '0' && described.some((t) => !t.owned)) {
+      throw invalid('permission_denied', `The publication ${config.publication} does not exist, and the role does not own every table to create it: CREATE PUBLICATION ${config.publication} FOR TABLE ... as their owner.`);
+    }
+  } else if (described.some((t) => !t.owned)) {
+    const foreign = described.filter((t) => !t.owned).map((t) => named(t.name));
+    throw invalid('permission_denied', `Creating the pipeline's publication needs ownership of ${foreign.join(', ')}: name a publication their owner created (publication), or make the role their owner.`);
+  }
+  const { rows: slots } = await client.query<{ slot_name: string; active: boolean; lag_bytes: string | null }>(
+    `SELECT slot_name, active, pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint::text AS lag_bytes
+       FROM pg_replication_slots
+      WHERE database = current_database() AND (slot_name LIKE 'ferry\\_%' OR slot_name = $1)
+      ORDER BY slot_name`,
+    [config.slot ?? ''],
+  );
+  const needsSlot = config.slot === undefined || !slots.some((s) => s.slot_name === config.slot);
+  if (needsSlot && Number(facts.slots_used) >= Number(facts.slots_max)) {
+    throw invalid('configuration_invalid', `All ${facts.slots_max} replication slots are in use (max_replication_slots): raise it, or drop slots nothing reads.`);
+  }
+  return {
+    wal_level: facts.wal_level,
+    replication_slots: slots.map((s) => ({ slot_name: s.slot_name, active: s.active, lag_bytes: s.lag_bytes === null ? null : Number(s.lag_bytes) })),
+  };
 }
