@@ -93,6 +93,9 @@ type Pending = { record: SourceRecord; txn: Lsn; index: number } | { commitEnd: 
 /** The transaction being received. */
 interface OpenTransaction {
   final: Lsn;
+  /** `final` as a position prefix and as text, made once per transaction, not per change. */
+  key: string;
+  lsn: string;
   commitTime: string;
   commitIso: string;
   /** Changes received so far, wanted or not: a change's position in its transaction. */
@@ -382,13 +385,13 @@ async function streamChanges(
     const index = ++open.index;
     if (index <= open.skip) return;
     const record: SourceRecord = {
-      position: `${lsnKey(open.final)}:${index}`,
+      position: `${open.key}:${index}`,
       type: settings.type ?? `${info.typeName}.${action}`,
       occurredAt: open.commitIso,
       payload: {
         action,
         ...payload,
-        metadata: { schema: info.relation.schema, table: info.relation.table, commit_lsn: formatLsn(open.final), commit_time: open.commitTime, ...extra },
+        metadata: { schema: info.relation.schema, table: info.relation.table, commit_lsn: open.lsn, commit_time: open.commitTime, ...extra },
       } as JsonObject,
     };
     pending.push({ record, txn: open.final, index });
@@ -401,7 +404,7 @@ async function streamChanges(
       case 'begin': {
         const skipAll = message.finalLsn < start.lsn;
         const skip = skipAll ? Number.MAX_SAFE_INTEGER : start.txn === message.finalLsn ? (start.index ?? 0) : 0;
-        txn = { final: message.finalLsn, commitTime: isoMicros(message.commitTimeMicros), commitIso: new Date(postgresMicrosToMillis(message.commitTimeMicros)).toISOString(), index: 0, skip };
+        txn = { final: message.finalLsn, key: lsnKey(message.finalLsn), lsn: formatLsn(message.finalLsn), commitTime: isoMicros(message.commitTimeMicros), commitIso: new Date(postgresMicrosToMillis(message.commitTimeMicros)).toISOString(), index: 0, skip };
         return;
       }
       case 'commit':
