@@ -29,6 +29,13 @@ describe('cast step: apply', () => {
     expect(await cast({ a: 'x' }, 'a.b', 'timestamp')).toEqual({ a: 'x' });
   });
 
+  it('gives null for null, whatever the target, and never dead-letters it', async () => {
+    for (const to of ['string', 'number', 'boolean', 'timestamp'] as const) {
+      expect(await cast({ n: null, keep: 1 }, 'n', to)).toEqual({ n: null, keep: 1 });
+      expect(castValue(null, to)).toBeNull();
+    }
+  });
+
   it('throws (dead-letter) when the value cannot be converted', () => {
     expect(() => castStep.apply(event({ n: 'abc' }), { type: 'cast', path: 'n', to: 'number' }, ctx)).toThrow(
       'Cannot cast "abc" to a number.',
@@ -49,7 +56,6 @@ describe('castValue: string', () => {
     [1.5, '1.5'],
     [true, 'true'],
     [false, 'false'],
-    [null, 'null'],
     [{ a: 1 }, '{"a":1}'],
     [[1, 'b'], '[1,"b"]'],
   ])('%j -> %j', (input, expected) => {
@@ -74,7 +80,7 @@ describe('castValue: number', () => {
     expect(castValue(input, 'number')).toBe(expected);
   });
 
-  it.each<JsonValue>(['', '   ', 'abc', '12abc', '0x10', '0b1', 'Infinity', '-Infinity', 'NaN', '1e999', '1,5', null, [], [1], {}])(
+  it.each<JsonValue>(['', '   ', 'abc', '12abc', '0x10', '0b1', 'Infinity', '-Infinity', 'NaN', '1e999', '1,5', [], [1], {}])(
     'throws for %j',
     (input) => {
       expect(() => castValue(input, 'number')).toThrow(/to a number/);
@@ -96,7 +102,7 @@ describe('castValue: boolean', () => {
     expect(castValue(input, 'boolean')).toBe(expected);
   });
 
-  it.each<JsonValue>(['yes', 'TRUE', 'False', '', 2, -1, 0.5, null, {}, []])('throws for %j', (input) => {
+  it.each<JsonValue>(['yes', 'TRUE', 'False', '', 2, -1, 0.5, {}, []])('throws for %j', (input) => {
     expect(() => castValue(input, 'boolean')).toThrow(/to a boolean/);
   });
 });
@@ -136,7 +142,6 @@ describe('castValue: timestamp', () => {
     '',
     8.64e15 + 1,
     true,
-    null,
     {},
   ])('throws for %j', (input) => {
     expect(() => castValue(input, 'timestamp')).toThrow(/to a timestamp/);

@@ -101,9 +101,10 @@ function toText(value: JsonValue): string {
 }
 
 /**
- * Converts one JSON value to `to`, throwing when it cannot be converted faithfully:
+ * Converts one JSON value to `to`, throwing when it cannot be converted faithfully. `null`
+ * gives `null` whatever the target (never an error, never the text `"null"`).
  *
- * - `string`: objects and arrays as JSON text, anything else by `String()` (`null` gives `"null"`).
+ * - `string`: objects and arrays as JSON text, anything else by `String()`.
  * - `number`: numbers as they are; decimal strings (surrounding spaces allowed); `true`/`false`
  *   as 1/0. Anything else, including empty, hex and non-finite strings, throws.
  * - `boolean`: `true`, `false`, `"true"`, `"false"`, `1`, `0`, `"1"`, `"0"`; anything else throws.
@@ -111,6 +112,8 @@ function toText(value: JsonValue): string {
  *   (`2026-11-22T10:00:00.000Z`); a date-time without an offset is read as UTC.
  */
 export function castValue(value: JsonValue, to: CastTarget): JsonValue {
+  // Null is the absence of a value in every type: nothing to convert, and no reason to fail.
+  if (value === null) return null;
   switch (to) {
     case 'string':
       return toText(value);
@@ -124,8 +127,8 @@ export function castValue(value: JsonValue, to: CastTarget): JsonValue {
 }
 
 /**
- * The `cast` step: converts the value at `path` with {@link castValue}. A missing path leaves the
- * event unchanged; a value that cannot be converted throws, so the event is dead-lettered at
+ * The `cast` step: converts the value at `path` with {@link castValue}. `null` stays `null` and a
+ * missing path leaves the event unchanged (neither is an error); a value that cannot be converted throws, so the event is dead-lettered at
  * this stage instead of reaching the destination with the wrong type.
  */
 export const castStep = defineTransform({
