@@ -1,4 +1,4 @@
-import { ConnectorError, getPath, type Checkpoint, type JsonObject, type JsonValue, type Logger, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
+import { ConnectorError, getPath, parseExactJson, type Checkpoint, type JsonObject, type JsonValue, type Logger, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
 import type { EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import { classifyError } from './client.js';
 import { DEFAULT_SOURCE_BATCH_SIZE, DEFAULT_SOURCE_TYPE, type KafkaConfig } from './config.js';
@@ -185,9 +185,9 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 const MAX_DATE_MS = 8.64e15;
 
 /**
- * One message as a record (contract section 13). A message with a `ferry-id` header is a Ferry
- * event: its value's `type`, `occurred_at` and `payload` are taken as they are, so a chain
- * through a topic does not nest. Any other JSON object is the payload; another JSON value, text
+ * One message as a record. A message with a `ferry-id` header is a Ferry event: its value's
+ * `type`, `occurred_at` and `payload` are taken as they are, so a chain through a topic does not
+ * nest, and its position is `ferry-id/<id>`, so a message produced twice is one event. Any other JSON object is the payload; another JSON value, text
  * or bytes is wrapped as `{ value }` (bytes that are not UTF-8 as `{ value_base64 }`), a
  * tombstone as `{ value: null }`. The position is `topic/partition/offset`.
  */
@@ -199,9 +199,12 @@ export function toRecord(topic: string, partition: number, message: KafkaMessage
   const timestamp = Number.isFinite(ms) && ms > 0 && ms <= MAX_DATE_MS ? new Date(ms).toISOString() : undefined;
   const parsed = parseValue(message.value);
   const object = isObject(parsed) ? parsed : undefined;
-  if (object && headerText(message.headers, ID_HEADER) !== undefined && isObject(object.payload)) {
+  const ferryId = headerText(message.headers, ID_HEADER);
+  if (object && ferryId !== undefined && isObject(object.payload)) {
     return {
-      position,
+      // The Ferry event's own id is its position, not where it sits in the topic: a message
+      // produced twice (a retried batch upstream) yields the same event id here, one event.
+      position: `${ID_HEADER}/${ferryId}`,
       type: typeof object.type === 'string' && object.type.length > 0 ? object.type : typeOf(message.headers, object.payload),
       occurredAt: typeof object.occurred_at === 'string' ? object.occurred_at : timestamp,
       payload: object.payload,
@@ -221,11 +224,11 @@ export function toRecord(topic: string, partition: number, message: KafkaMessage
   return { position, type: typeOf(message.headers, object), occurredAt: timestamp, payload };
 }
 
-/** The message value as JSON, or undefined when it is not JSON (or absent). */
+/** The message value as JSON (numbers exact), or undefined when it is not JSON (or absent). */
 function parseValue(value: Buffer | null): JsonValue | undefined {
   if (value === null || value.length === 0) return undefined;
   try {
-    return JSON.parse(value.toString('utf8')) as JsonValue;
+    return parseExactJson(value.toString('utf8'));
   } catch {
     return undefined;
   }
