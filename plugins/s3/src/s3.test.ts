@@ -191,6 +191,14 @@ describe('s3 source', () => {
     expect(records.map((r) => r.position)).toEqual(['events/1.jsonl:1', 'events/1.jsonl:2', 'events/1.jsonl:4', 'events/1.jsonl:5', 'events/2.json:1', 'events/2.json:2']);
   });
 
+  it('reads numbers a double cannot hold as strings of their exact digits, in lines and arrays', async () => {
+    const c = await config({ type: 't' });
+    await put(c, 'exact/1.jsonl', '{"a":12345678901234567890,"c":1e400,"n":1.5}\n');
+    await put(c, 'exact/2.json', '[{"d":0.12345678901234567890}]');
+    const { records } = await drain(await openSource({ ...c, prefix: 'exact/' }), null, 10);
+    expect(records.map((r) => r.payload)).toEqual([{ a: '12345678901234567890', c: '1e400', n: 1.5 }, { d: '0.12345678901234567890' }]);
+  });
+
   it('one read goes through more objects than one listing page holds', async () => {
     const c = await config({ type: 't' });
     for (let i = 0; i < 45; i++) await put(c, `events/${String(i).padStart(3, '0')}.jsonl`, `{"n":${i}}\n`);

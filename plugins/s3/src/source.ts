@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { ConnectorError, type Checkpoint, type JsonObject, type JsonValue, type PullSource, type SourceRecord } from '@ferry/core';
+import { ConnectorError, parseExactJson, type Checkpoint, type JsonObject, type JsonValue, type PullSource, type SourceRecord } from '@ferry/core';
 import { classifyError } from './client.js';
 import type { S3Config } from './config.js';
 
@@ -117,7 +117,7 @@ async function readObject(client: S3Client, config: S3Config, from: S3Position, 
       const text = await readAll(stream, MAX_JSON_ARRAY_BYTES);
       let items: JsonValue[];
       try {
-        const parsed = JSON.parse(text) as JsonValue;
+        const parsed = parseExactJson(text);
         items = Array.isArray(parsed) ? parsed : [parsed];
       } catch {
         // Not JSON as a whole: one record holding the text (cut at 10,000 characters).
@@ -147,7 +147,7 @@ async function readObject(client: S3Client, config: S3Config, from: S3Position, 
       if (text.trim() === '') return false;
       let value: JsonValue | undefined;
       try {
-        value = JSON.parse(text) as JsonValue;
+        value = parseExactJson(text);
       } catch {
         value = undefined;
       }

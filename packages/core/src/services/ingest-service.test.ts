@@ -50,6 +50,13 @@ describe('ingest', () => {
     expect(row).toMatchObject({ id: result.ids[0], workspace_id: 'ws1', type: 'order.created', payload: { id: 7 }, occurred_at: '2026-11-22T10:00:00.000Z', message_id: 'msg_1' });
   });
 
+  it('keeps numbers a double cannot hold as strings of their exact digits', async () => {
+    const body = '{"type":"order.created","payload":{"big":12345678901234567890,"huge":1e400,"total":12.5}}';
+    await engine.ingest.receive(connectorId, body, signed(body));
+    const [row] = await engine.storage.repos.inbox.readAfter(connectorId, 0, 10);
+    expect(row!.payload).toEqual({ big: '12345678901234567890', huge: '1e400', total: 12.5 });
+  });
+
   it('stores a batch once even when the sender retries it', async () => {
     const body = JSON.stringify({ events: [{ type: 'a', payload: {} }, { type: 'b', occurred_at: '2026-11-22T09:00:00+01:00', payload: { x: 1 } }] });
     const first = await engine.ingest.receive(connectorId, body, signed(body, 'msg_batch'));

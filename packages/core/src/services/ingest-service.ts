@@ -1,5 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { verifyWebhook, WebhookVerificationError } from '../crypto/webhook-signature.js';
+import { parseExactJson } from '../exact-json.js';
 import { nowIso, reader, transact, type EngineContext } from '../engine-context.js';
 import { FerryError, notFound, validationError } from '../errors.js';
 import type { JsonObject } from '../plugin/types.js';
@@ -88,7 +89,8 @@ export class IngestService {
   private parse(text: string): { batch: boolean; list: Received[] } {
     let body: unknown;
     try {
-      body = JSON.parse(text);
+      // Exact: a number a double cannot hold is kept as a string of its digits, not rounded.
+      body = parseExactJson(text);
     } catch {
       throw new FerryError('malformed_json', 'The request body is not valid JSON.');
     }
