@@ -222,6 +222,18 @@ const asText: Encoder = (value) => {
   return JSON.stringify(value);
 };
 
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * A `bytea` column: binary values travel in payloads as base64 (as every source writes them),
+ * so a base64 string is written as the bytes it stands for (hex input, `\x...`), not as its
+ * text. Anything else goes in as text, which bytea's own input reads (`\x...` hex included).
+ */
+const asBytea: Encoder = (value) => {
+  if (typeof value === 'string' && BASE64.test(value)) return `\\x${Buffer.from(value, 'base64').toString('hex')}`;
+  return asText(value);
+};
+
 /** The written table as the first write found it: the INSERT, and how each column's value is sent. */
 interface PreparedTable {
   readonly sql: string;
@@ -240,7 +252,7 @@ async function prepareTable(pool: pg.Pool, settings: DestinationSettings): Promi
   const { columns, relkind } = await describeTable(pool, settings);
   return {
     sql: insertSql(settings, columns.map((c) => c.formatted)),
-    encoders: columns.map((c) => (c.typname === 'json' || c.typname === 'jsonb' ? asJson : asText)),
+    encoders: columns.map((c) => (c.typname === 'json' || c.typname === 'jsonb' ? asJson : c.typname === 'bytea' ? asBytea : asText)),
     copy: relkind === 'r' || relkind === 'p',
   };
 }

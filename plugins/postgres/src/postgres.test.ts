@@ -104,6 +104,27 @@ describe('postgres destination', () => {
     expect(one.rows[0]).toEqual({ type: 'thing.happened', payload: { n: 7, text: 'x' } });
   });
 
+  it('writes a bytea read by a source back as the same bytes, on COPY and on the INSERT path', async () => {
+    await admin.query(`CREATE TABLE bin_src (seq bigserial PRIMARY KEY, raw bytea, big numeric, doc jsonb, at timestamptz)`);
+    const bytes = Buffer.from([0, 1, 2, 92, 9, 10, 255, 0x5c, 0x78]);
+    await admin.query(`INSERT INTO bin_src (raw, big, doc, at) VALUES ($1, '12345678901234567890.123456789', '{"n": 12345678901234567890}', '2026-01-01 00:00:00.123456+00')`, [bytes]);
+    const source = await openSource({ connection_string: url, table: 'bin_src', cursor_column: 'seq', type: 'bin' });
+    const [record] = (await source.read(null, 10, never)).records;
+    expect(record!.payload).toMatchObject({ raw: bytes.toString('base64'), big: '12345678901234567890.123456789', doc: { n: '12345678901234567890' }, at: '2026-01-01T00:00:00.123456Z' });
+    await admin.query(`CREATE TABLE bin_dst (id text PRIMARY KEY, type text, occurred_at timestamptz, raw bytea, big numeric, doc jsonb, at timestamptz)`);
+    const destination = await openDestination({ connection_string: url, table: 'bin_dst', columns: { raw: 'raw', big: 'big', doc: 'doc', at: 'at' } });
+    const written = { id: 'evt_bin', type: 'bin', occurredAt: '2026-01-01T00:00:00.123Z', payload: record!.payload };
+    expect((await destination.write([written], never)).every((r) => r.ok)).toBe(true);
+    // Again, through the INSERT path (the id is there already, so COPY refuses the batch).
+    expect((await destination.write([written, { ...written, id: 'evt_bin2' }], never)).every((r) => r.ok)).toBe(true);
+    const { rows } = await admin.query(`SELECT id, raw, big::text AS big, doc::text AS doc, (at = '2026-01-01 00:00:00.123456+00') AS same_at FROM bin_dst ORDER BY id`);
+    for (const row of rows) {
+      expect(Buffer.compare(row.raw as Buffer, bytes)).toBe(0);
+      expect(row).toMatchObject({ big: '12345678901234567890.123456789', doc: '{"n": "12345678901234567890"}', same_at: true });
+    }
+    expect(rows).toHaveLength(2);
+  });
+
   it('maps payload paths to columns, as JSON into jsonb and as text into text', async () => {
     await admin.query(`CREATE TABLE dst_mapped (id text PRIMARY KEY, type text, occurred_at timestamptz, customer text, total numeric, meta jsonb)`);
     const destination = await openDestination({ connection_string: url, table: 'dst_mapped', columns: { customer: 'customer.name', total: 'total', meta: 'meta' } });
