@@ -39,6 +39,13 @@ export interface StartTestPostgresOptions {
    * 5432, which a system Postgres may hold). Ignored when `DATABASE_URL` is set.
    */
   port?: number;
+  /**
+   * Server settings to start with, on top of (and over) the test defaults, e.g.
+   * `{ wal_level: 'replica' }` for a server without logical replication. A server with settings
+   * of its own is always embedded, even when `DATABASE_URL` is set: an external server's
+   * settings cannot be chosen.
+   */
+  settings?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -76,14 +83,15 @@ export function testPostgresDataParent(): string {
  */
 export async function startTestPostgres(options: StartTestPostgresOptions = {}): Promise<TestPostgres> {
   const external = process.env.DATABASE_URL;
-  if (external !== undefined && external.trim() !== '') return connectExternal(external.trim());
+  if (external !== undefined && external.trim() !== '' && options.settings === undefined) return connectExternal(external.trim());
 
-  if (options.port !== undefined) return startEmbedded(options.port);
+  const settings = options.settings ?? {};
+  if (options.port !== undefined) return startEmbedded(options.port, settings);
   // A port picked by the OS can be taken by someone else before Postgres binds it (another
   // worker doing the same thing); a couple of fresh attempts make that race harmless.
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startEmbedded(await findFreePort());
+      return await startEmbedded(await findFreePort(), settings);
     } catch (error) {
       if (!(error instanceof PortInUseError) || attempt >= 3) throw error;
     }
@@ -234,7 +242,7 @@ function globalRegistry(): Registry {
 const DEFAULT_SUPERUSER = 'postgres';
 const LOG_TAIL_LINES = 60;
 
-async function startEmbedded(port: number): Promise<TestPostgres> {
+async function startEmbedded(port: number, settings: Readonly<Record<string, string>> = {}): Promise<TestPostgres> {
   const EmbeddedPostgresClass = await loadEmbeddedPostgres();
   const verbose = process.env.FERRY_TEST_PG_LOG === '1';
   const logTail: string[] = [];
@@ -280,6 +288,8 @@ async function startEmbedded(port: number): Promise<TestPostgres> {
       '-c', 'wal_level=logical',
       '-c', 'max_replication_slots=64',
       '-c', 'max_wal_senders=64',
+      // Later -c options win: a caller's settings override the defaults above.
+      ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
     ],
     onLog: log,
     onError: log,

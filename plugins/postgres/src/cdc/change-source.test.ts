@@ -1,5 +1,5 @@
 import { ConnectorError, type Checkpoint, type JsonObject, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
-import { connectorContext, getSharedTestPostgres } from '@ferry/testing';
+import { connectorContext, getSharedTestPostgres, startTestPostgres } from '@ferry/testing';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postgres, type PostgresConfig } from '../index.js';
@@ -276,6 +276,22 @@ describe('postgres change capture check', () => {
     expect(result.details).toMatchObject({ wal_level: 'logical' });
     const slots = (result.details!.replication_slots as Array<{ slot_name: string; active: boolean; lag_bytes: number }>);
     expect(slots.find((s) => s.slot_name === `ferry_${id}`)).toEqual({ slot_name: `ferry_${id}`, active: false, lag_bytes: expect.any(Number) });
+  });
+
+  it('names wal_level on a server without logical replication', async () => {
+    const replica = await startTestPostgres({ settings: { wal_level: 'replica' } });
+    try {
+      const database = await replica.createDatabase('cdc_wal_level');
+      const db = new pg.Client({ connectionString: database });
+      await db.connect();
+      await db.query('CREATE TABLE t (id int PRIMARY KEY)');
+      await db.end();
+      const result = await check({ tables: ['t'] }, database);
+      expect([result.health, result.error?.code]).toEqual(['down', 'configuration_invalid']);
+      expect(result.error?.message).toMatch(/wal_level is replica.*wal_level = logical/);
+    } finally {
+      await replica.stop();
+    }
   });
 
   it('names what is missing: a table, a replica identity, the REPLICATION attribute, ownership', async () => {
