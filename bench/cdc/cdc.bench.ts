@@ -6,13 +6,15 @@
  *  - `bare: pgoutput reader`: changes/s of a replication connection (pg) reading a slot of its
  *    own with pgoutput, counting the insert messages and confirming at every commit: the wire
  *    speed of the slot, with no decoding of values and nothing written anywhere.
- *  - `pipeline: changes/s`: the engine (storage, and so its event log, on a SQLite file in
- *    /dev/shm) with a `capture: "changes"` source on the same table and a destination that only
+ *  - `pipeline (engine on sqlite|postgres): changes/s`: the engine (its storage, and so its event
+ *    log, on a SQLite file in /dev/shm or another database of the same Postgres;
+ *    BENCH_CDC_CASES picks, default both) with a `capture: "changes"` source on the same table and a destination that only
  *    counts and times (the engine's cost, not a destination's). Timed from activation until the
  *    destination has every change.
- *  Both drain the same backlog: BENCH_CDC_ROWS inserts (default 200,000) committed in
- *  transactions of 1,000 after both slots exist and before either reads.
- *  - `pipeline: commit_to_write p50|p99`: a writer commits rows for BENCH_CDC_SECONDS (default
+ *  In each case both drain the same backlog: BENCH_CDC_ROWS inserts (default 200,000) committed
+ *  in transactions of 1,000 after both slots exist and before either reads; the bare reader is
+ *  measured again before each engine case.
+ *  - `pipeline (...): commit_to_write p50|p99`: a writer commits rows for BENCH_CDC_SECONDS (default
  *    10) at half the pipeline's drain rate (BENCH_CDC_RATE overrides), in a transaction every
  *    10 ms; the destination records, per change, its arrival time minus the transaction's commit
  *    time (both on this machine's clock).
@@ -24,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Type } from '@sinclair/typebox';
-import { createEngine, defineConnector, generateSecretKey, sqlite, type JsonObject } from '@ferry/core';
+import { createEngine, defineConnector, generateSecretKey, postgres as postgresStorage, sqlite, type JsonObject, type StorageConfig } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
 import { startTestPostgres } from '@ferry/testing';
 import { emit } from '../emit.js';
@@ -32,6 +34,7 @@ import { emit } from '../emit.js';
 const ROWS = Number(process.env.BENCH_CDC_ROWS ?? 200_000);
 const SECONDS = Number(process.env.BENCH_CDC_SECONDS ?? 10);
 const BATCH = 1000;
+const CASES = (process.env.BENCH_CDC_CASES ?? 'sqlite,postgres').split(',').filter(Boolean);
 const WS = 'bench';
 const log = (message: string) => console.error(`cdc bench: ${message}`);
 
@@ -94,39 +97,35 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
 
-const server = await startTestPostgres();
-const dir = mkdtempSync(join(process.platform === 'linux' ? '/dev/shm' : tmpdir(), 'ferry-cdc-bench-'));
-try {
-  const url = await server.createDatabase('bench_cdc');
+/** One engine case: a table, a bare slot and the pipeline's slot, the backlog, the drain, the steady load. */
+async function runCase(label: string, storage: StorageConfig, url: string): Promise<void> {
+  counter.count = 0;
+  counter.latencies = [];
+  counter.timing = false;
   const db = new pg.Pool({ connectionString: url, max: 2 });
   await db.query('CREATE TABLE accounts (id bigint PRIMARY KEY, note text, amount int)');
   await db.query('CREATE PUBLICATION bench_bare FOR TABLE accounts');
   await db.query(`SELECT pg_create_logical_replication_slot('bench_bare', 'pgoutput')`);
 
-  const engine = await createEngine({
-    storage: sqlite({ filename: join(dir, 'ferry.db') }),
-    secretKey: generateSecretKey(),
-    plugins: [postgres(), benchSink],
-    outboundAllow: ['127.0.0.1'],
-    webhookDelivery: false,
-  });
+  const engine = await createEngine({ storage, secretKey: generateSecretKey(), plugins: [postgres(), benchSink], outboundAllow: ['127.0.0.1'], webhookDelivery: false });
   await engine.start();
   const source = await engine.connectors.create(WS, { type: 'postgres', direction: 'source', config: { connection_string: url, capture: 'changes', tables: ['accounts'], snapshot: 'never', batch_size: BATCH } });
   const sink = await engine.connectors.create(WS, { type: 'bench_sink', direction: 'destination', config: {} });
   const pipeline = await engine.pipelines.create(WS, { name: 'cdc', source_connector_id: source.id, destination_connector_id: sink.id, batch_size: BATCH, flush_interval_ms: 50, activate: true });
   const slot = `ferry_${pipeline.id.toLowerCase()}`;
   // The pipeline's slot exists once its source started; paused, it keeps the slot and reads nothing.
-  for (let i = 0; i < 1000 && (await db.query('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active', [slot])).rows.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  const slotIs = async (active: boolean) => (await db.query('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active = $2', [slot, active])).rows.length > 0;
+  for (let i = 0; i < 1000 && !(await slotIs(true)); i++) await new Promise((r) => setTimeout(r, 20));
   await engine.pipelines.pause(WS, pipeline.id);
-  for (let i = 0; i < 1000 && (await db.query('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND NOT active', [slot])).rows.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; i < 1000 && !(await slotIs(false)); i++) await new Promise((r) => setTimeout(r, 20));
 
-  log(`committing ${ROWS} inserts in transactions of ${BATCH}`);
+  log(`${label}: committing ${ROWS} inserts in transactions of ${BATCH}`);
   for (let from = 1; from <= ROWS; from += BATCH) {
     await db.query(`INSERT INTO accounts SELECT g, 'note ' || g, g % 1000 FROM generate_series($1::bigint, $2::bigint) g`, [from, Math.min(ROWS, from + BATCH - 1)]);
   }
 
   const bare = await bareReader(url, 'bench_bare', 'bench_bare', ROWS);
-  emit('cdc', 'bare: pgoutput reader', bare, 'changes/s');
+  emit('cdc', `bare: pgoutput reader (before ${label})`, bare, 'changes/s');
 
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
@@ -135,8 +134,8 @@ try {
   const seconds = (performance.now() - started) / 1000;
   const rate = ROWS / seconds;
   const cpu = process.cpuUsage(cpuBefore);
-  log(`pipeline drained ${ROWS} changes in ${seconds.toFixed(1)} s; engine CPU ${(((cpu.user + cpu.system) / ROWS)).toFixed(1)} µs per change`);
-  emit('cdc', 'pipeline: changes/s', rate, 'changes/s', bare);
+  log(`${label}: drained ${ROWS} changes in ${seconds.toFixed(1)} s; engine CPU ${((cpu.user + cpu.system) / ROWS).toFixed(1)} µs per change`);
+  emit('cdc', `pipeline (${label}): changes/s`, rate, 'changes/s', bare);
 
   // Latency at a steady load: half the drain rate, a transaction every 10 ms.
   const target = Number(process.env.BENCH_CDC_RATE ?? Math.round(rate / 2));
@@ -155,14 +154,25 @@ try {
   const written = next - ROWS - 1;
   while (counter.latencies.length < written) await new Promise((r) => setTimeout(r, 10));
   const sorted = counter.latencies.slice(0, written).sort((a, b) => a - b);
-  log(`steady load: ${written} changes at ${Math.round(written / SECONDS)}/s (target ${target}/s)`);
-  emit('cdc', 'pipeline: commit_to_write p50', percentile(sorted, 50), 'ms');
-  emit('cdc', 'pipeline: commit_to_write p99', percentile(sorted, 99), 'ms');
+  log(`${label}: steady load of ${written} changes at ${Math.round(written / SECONDS)}/s (target ${target}/s)`);
+  emit('cdc', `pipeline (${label}): commit_to_write p50`, percentile(sorted, 50), 'ms');
+  emit('cdc', `pipeline (${label}): commit_to_write p99`, percentile(sorted, 99), 'ms');
 
   await engine.pipelines.delete(WS, pipeline.id);
   await engine.stop();
   await db.query(`SELECT pg_drop_replication_slot('bench_bare')`);
   await db.end();
+}
+
+const server = await startTestPostgres();
+const dir = mkdtempSync(join(process.platform === 'linux' ? '/dev/shm' : tmpdir(), 'ferry-cdc-bench-'));
+try {
+  for (const kase of CASES) {
+    const url = await server.createDatabase(`bench_cdc_${kase}`);
+    if (kase === 'sqlite') await runCase('engine on sqlite', sqlite({ filename: join(dir, 'ferry.db') }), url);
+    else if (kase === 'postgres') await runCase('engine on postgres', postgresStorage({ connectionString: await server.createDatabase('bench_cdc_engine') }), url);
+    else throw new Error(`unknown BENCH_CDC_CASES entry ${kase}`);
+  }
 } finally {
   await server.stop();
   rmSync(dir, { recursive: true, force: true });
