@@ -89,3 +89,21 @@ it('snapshot, then the stream; pause and activate resume at the confirmed positi
   expect(await slotOf(slot)).toBeUndefined();
   expect(await publicationOf(slot)).toBe(false);
 });
+
+it('deleting a pipeline while it streams: deleting at once, then gone with its slot and publication', async () => {
+  await admin.query('CREATE TABLE live_items (id int PRIMARY KEY)');
+  const { clock, hub, engine } = await setup();
+  const source = await engine.connectors.create(WS, { type: 'postgres', direction: 'source', config: { connection_string: url, capture: 'changes', tables: ['live_items'] } });
+  const sink = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
+  const pipeline = await engine.pipelines.create(WS, { name: 'live', source_connector_id: source.id, destination_connector_id: sink.id, activate: true, flush_interval_ms: 1000 });
+  const slot = `ferry_${pipeline.id.toLowerCase()}`;
+  await until(clock, async () => (await slotOf(slot))?.active === true);
+  await admin.query('INSERT INTO live_items VALUES (1)');
+  await until(clock, () => hub.sink('out').events.size === 1);
+
+  const deleted = await engine.pipelines.delete(WS, pipeline.id);
+  expect(deleted.status).toBe('deleting');
+  await until(clock, async () => (await engine.pipelines.list(WS)).data.every((p) => p.id !== pipeline.id));
+  expect(await slotOf(slot)).toBeUndefined();
+  expect(await publicationOf(slot)).toBe(false);
+});
