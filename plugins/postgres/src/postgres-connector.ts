@@ -1,6 +1,6 @@
 import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition, type JsonObject } from '@ferry/core';
 import { postgresConfigSchema, validatePostgresConfig } from './config.js';
-import { changeSource, changeSourceSettings, checkChangeCapture, releaseChangeSource } from './cdc/change-source.js';
+import { changeSource, changeSourceSettings, checkChangeCapture, releaseChangeSource, releaseSettings } from './cdc/change-source.js';
 import { checkSide } from './check.js';
 import { classifyError, clientConfig, createPool, withClient } from './connection.js';
 import { destinationSettings, postgresDestination } from './destination.js';
@@ -88,8 +88,8 @@ export function postgres(options: PostgresOptions = {}): PostgresConnector {
 
     // A deleted pipeline's slot would hold WAL forever: dropped with it (kept while paused).
     async releaseSource(ctx, checkpoint) {
-      if (ctx.config.capture !== 'changes') return;
-      await releaseChangeSource(clientConfig(ctx.config, { connectTimeoutMs, outbound: ctx.outbound }), changeSourceSettings(ctx.config, ctx.pipelineId), checkpoint);
+      const settings = releaseSettings(ctx.config, ctx.pipelineId, checkpoint);
+      if (settings) await releaseChangeSource(clientConfig(ctx.config, { connectTimeoutMs, outbound: ctx.outbound }), settings, checkpoint);
     },
 
     destination(ctx) {

@@ -3,6 +3,7 @@ import { connectorContext, getSharedTestPostgres, startTestPostgres } from '@fer
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postgres, type PostgresConfig } from '../index.js';
+import { releaseSettings } from './change-source.js';
 
 // Change capture against a real Postgres started with wal_level=logical: the snapshot, the
 // stream, restarts from a checkpoint, and what each kind of change looks like.
@@ -316,6 +317,21 @@ describe('postgres change capture check', () => {
     const foreign = await check({ tables: ['cdc_foreign'] }, roleUrl.toString());
     expect([foreign.error?.code, foreign.error?.message]).toEqual(['permission_denied', expect.stringContaining('ownership of cdc_foreign')]);
     expect(foreign.error?.message).not.toContain('pw-cdc-role');
+  });
+});
+
+describe('what a deleted pipeline releases', () => {
+  const cdc = (slot: string) => ({ v: 1, phase: 'stream', slot, lsn: '0/16B3748', own: { slot: true, publication: true } });
+  it('its slot and publication while it captures changes; nothing for a polling pipeline', () => {
+    expect(releaseSettings({ connection_string: url, capture: 'changes', tables: ['t'] }, 'pip_A', null)).toMatchObject({ slot: 'ferry_pip_a', publication: 'ferry_pip_a', defaultSlot: true });
+    expect(releaseSettings({ connection_string: url, table: 't', cursor_column: 'id', type: 'x' }, 'pip_A', '42')).toBeUndefined();
+    expect(releaseSettings({ connection_string: url, table: 't', cursor_column: 'id', type: 'x' }, 'pip_A', null)).toBeUndefined();
+  });
+
+  it('the slot its checkpoint names when it was switched to polling after capturing', () => {
+    const config = { connection_string: url, table: 't', cursor_column: 'id', type: 'x' };
+    expect(releaseSettings(config, 'pip_A', cdc('ferry_pip_a'))).toMatchObject({ slot: 'ferry_pip_a', defaultSlot: true, publication: 'ferry_pip_a', defaultPublication: true });
+    expect(releaseSettings(config, 'pip_A', cdc('my_slot'))).toMatchObject({ slot: 'my_slot', defaultSlot: false });
   });
 });
 

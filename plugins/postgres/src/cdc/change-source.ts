@@ -590,6 +590,25 @@ function classifyChangeError(error: unknown): ConnectorError {
 }
 
 /**
+ * What a deleted pipeline's change capture left to release: its settings while it captures
+ * changes; and, when its config was switched to `capture: "rows"` after it had captured (its
+ * checkpoint still says so), the slot that checkpoint names and the default publication, so
+ * the switch does not leave a slot holding WAL. Undefined when there is nothing.
+ */
+export function releaseSettings(config: PostgresConfig, pipelineId: string, checkpoint: Checkpoint | null): ChangeSourceSettings | undefined {
+  if (config.capture === 'changes') return changeSourceSettings(config, pipelineId);
+  let captured: ChangeCheckpoint | null;
+  try {
+    captured = parseChangeCheckpoint(checkpoint);
+  } catch {
+    return undefined; // a cursor checkpoint: polling keeps nothing in the server
+  }
+  if (captured === null) return undefined;
+  const name = defaultReplicationName(pipelineId);
+  return { tables: [], publication: name, slot: captured.slot, defaultPublication: true, defaultSlot: captured.slot === name, snapshot: 'never', batchSize: DEFAULT_SOURCE_BATCH_SIZE };
+}
+
+/**
  * Drops what change capture kept for a deleted pipeline: its slot (which holds WAL until it is
  * gone) and its publication, each only when Ferry created it (a default name, or one the
  * checkpoint says it created). A slot still streaming to another connection is `slot_in_use`,
