@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from 'express';
 import type { Engine } from '@ferry/core';
-import { createHttpApi, type HttpApiOptions, type HttpRequest } from '@ferry/http';
+import { createHttpApi, lingerAfterRefusedBody, type HttpApiOptions, type HttpRequest } from '@ferry/http';
 
 const MOUNT = '/v2';
 
@@ -42,6 +42,8 @@ export function ferryRouter(engine: Engine, options: HttpApiOptions = {}): Route
     else request.body = req;
     if (req.socket.remoteAddress !== undefined) request.remoteAddress = req.socket.remoteAddress;
     api.dispatch(request).then((response) => {
+      // A body refused half-way: the client must get the 413 before the connection closes.
+      if (response.status === 413) lingerAfterRefusedBody(req);
       res.status(response.status);
       // setHeader, not res.set: Express would append a charset to Content-Type.
       for (const [name, value] of Object.entries(response.headers)) res.setHeader(name, value);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import type { FerryError } from '@ferry/core';
 import {
+  lingerAfterRefusedBody,
   problemResponse,
   readLimitedBody,
   WEBHOOK_BODY_LIMIT,
@@ -97,6 +98,8 @@ export function verifyWebhooks(options: WebhookReceiverOptions): RequestHandler 
       raw = await rawBodyOf(req, receiver.limit);
     } catch (error) {
       if (!(error instanceof WebhookBodyTooLarge)) throw error;
+      // The rest of the body is not read: close the connection (lingering, so the 413 arrives).
+      lingerAfterRefusedBody(req);
       writeProblem(res, receiver.tooLarge(), { connection: 'close' });
       return;
     }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Engine } from '@ferry/core';
-import { createHttpApi, type HttpApiOptions, type HttpBody, type HttpRequest } from '@ferry/http';
+import { createHttpApi, lingerAfterRefusedBody, type HttpApiOptions, type HttpBody, type HttpRequest } from '@ferry/http';
 
 /** Options of {@link ferryPlugin}: the engine to serve, plus those of `createHttpApi`. */
 export type FerryPluginOptions = HttpApiOptions & {
@@ -36,6 +36,8 @@ export const ferryPlugin: FastifyPluginAsync<FerryPluginOptions> = async (app, o
     const remoteAddress = request.raw.socket.remoteAddress;
     if (remoteAddress !== undefined) input.remoteAddress = remoteAddress;
     const response = await api.dispatch(input);
+    // A body refused half-way: the client must get the 413 before the connection closes.
+    if (response.status === 413) lingerAfterRefusedBody(request.raw);
     reply.code(response.status).headers(response.headers);
     // A Buffer, not a string: Fastify would append a charset to a JSON Content-Type.
     return reply.send(response.body === undefined ? undefined : Buffer.from(response.body));

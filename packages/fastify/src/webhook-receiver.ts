@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { FerryError } from '@ferry/core';
 import {
+  lingerAfterRefusedBody,
   problemResponse,
   readLimitedBody,
   WEBHOOK_BODY_LIMIT,
@@ -96,7 +97,8 @@ export const webhookReceiver: FastifyPluginAsync<WebhookReceiverOptions> = async
       raw = await readLimitedBody(stream, receiver.limit, request.headers['content-length']);
     } catch (error) {
       if (!(error instanceof WebhookBodyTooLarge)) throw error;
-      // The rest of the body is not read: close the connection rather than drain it.
+      // The rest of the body is not read: close the connection (lingering, so the 413 arrives).
+      lingerAfterRefusedBody(request.raw);
       return sendProblem(reply, receiver.tooLarge(), { connection: 'close' });
     }
     const checked = await receiver.check(request, raw, request.headers);

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { HttpProblem } from './problem.js';
 import type { HttpBody, HttpHeaders } from './types.js';
 
@@ -33,7 +34,10 @@ export async function readBody(body: HttpBody | undefined, headers: HttpHeaders,
   }
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of body) {
+  // A stream is left open when its body is refused half-way: destroying a request destroys its
+  // connection, and the 413 must still be written (then the connection closes after it).
+  const source = typeof (body as { iterator?: unknown }).iterator === 'function' ? (body as Readable).iterator({ destroyOnReturn: false }) : body;
+  for await (const chunk of source as AsyncIterable<string | Uint8Array>) {
     const buf = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     size += buf.byteLength;
     if (size > limit) throw tooLarge(limit);

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { FerryError, verifyWebhook, WebhookVerificationError } from '@ferry/core';
 
 /** What a verified request carries besides its body: the message id and unix-seconds timestamp. */
@@ -107,7 +108,9 @@ export async function readLimitedBody(stream: AsyncIterable<Buffer | string>, li
   if (declaredLength !== undefined && Number.isFinite(declared) && declared > limit) throw new WebhookBodyTooLarge();
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of stream) {
+  // Left open when refused half-way (see readBody): the 413 must still be written.
+  const source = typeof (stream as { iterator?: unknown }).iterator === 'function' ? (stream as Readable).iterator({ destroyOnReturn: false }) : stream;
+  for await (const chunk of source as AsyncIterable<Buffer | string>) {
     const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
     size += buf.byteLength;
     if (size > limit) throw new WebhookBodyTooLarge();
