@@ -28,6 +28,14 @@ describe('deriveEventId', () => {
     expect(deriveEventId('pip_x', 'z', at).slice(14)).toBe(deriveEventId('pip_x', 'z', at + 5).slice(14));
   });
 
+  it('never changes: a re-read after an upgrade must find the ids it wrote before', () => {
+    expect(deriveEventId('pip_01JABC', '42')).toBe('evt_41DFQMS8N452ZEWSV8YNCV7MJN');
+    expect(deriveEventId('pip_01JABC', '0000000001A2B3C4:7', 1_767_225_600_123)).toBe('evt_01KDVDNA3V3BS50A9KC93XS889');
+    expect(deriveEventId('pip_01JABC', 'ünïcødé 🚀')).toBe('evt_4RK6NKQ48EJ5HP7THW0NMD6NYE');
+    expect(deriveEventId('pip_x', '1', 2 ** 48 - 1).slice(4, 14)).toBe('7ZZZZZZZZZ');
+    expect(deriveEventId('pip_x', '1', 0).slice(4, 14)).toBe('0000000000');
+  });
+
   it('ignores a time a ULID cannot hold', () => {
     expect(deriveEventId('pip_x', '1', -1)).toBe(deriveEventId('pip_x', '1'));
     expect(deriveEventId('pip_x', '1', 2 ** 48)).toBe(deriveEventId('pip_x', '1'));

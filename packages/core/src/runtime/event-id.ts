@@ -19,36 +19,34 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
  * first one 0-7); either form passes every check an `evt_` id does.
  */
 export function deriveEventId(pipelineId: string, position: string, occurredAtMs?: number): string {
-  // One-shot hashing: a third of the cost of a Hash object per event.
-  const digest = hash('sha256', `${pipelineId}\0${position}`, 'buffer');
+  // One-shot hashing, digest as hex: a Buffer per event cost three times the whole hashing
+  // (measured 1.8 against 0.6 µs per id); the hex digits are decoded below instead.
+  const digest = hash('sha256', `${pipelineId}\0${position}`, 'hex');
   if (occurredAtMs !== undefined && Number.isInteger(occurredAtMs) && occurredAtMs >= 0 && occurredAtMs < 2 ** 48) {
-    let time = '';
-    let t = occurredAtMs;
-    for (let i = 0; i < 10; i++) {
-      time = CROCKFORD[t % 32]! + time;
-      t = Math.floor(t / 32);
-    }
-    return `${ID_PREFIXES.event}_${time}${encode(digest, 10)}`;
+    // 48 bits of time in 10 characters (2 padding bits first): the high 18 bits and the low 30,
+    // each small enough for 32-bit arithmetic.
+    const high = Math.floor(occurredAtMs / 2 ** 30);
+    const low = occurredAtMs % 2 ** 30;
+    const time = CROCKFORD[high >>> 15]! + CROCKFORD[(high >>> 10) & 31]! + PAIRS[high & 1023]! + PAIRS[low >>> 20]! + PAIRS[(low >>> 10) & 1023]! + PAIRS[low & 1023]!;
+    return `${ID_PREFIXES.event}_${time}${quad(digest, 0)}${quad(digest, 5)}${quad(digest, 10)}${quad(digest, 15)}`;
   }
-  return `${ID_PREFIXES.event}_${encode(digest, 16)}`;
+  // 128 bits with 2 padding bits first: the first byte as 10 bits (two characters), then 120
+  // bits in six groups of four characters.
+  const first = (nibble(digest, 0) << 4) | nibble(digest, 1);
+  return `${ID_PREFIXES.event}_${PAIRS[first]}${quad(digest, 2)}${quad(digest, 7)}${quad(digest, 12)}${quad(digest, 17)}${quad(digest, 22)}${quad(digest, 27)}`;
 }
 
-/**
- * The first `bytes` bytes of `digest` in Crockford base 32, most significant first, padded at
- * the front to whole characters (16 bytes: 2 padding bits and 26 characters, as in a ULID;
- * 10 bytes: 16 characters exactly).
- */
-function encode(digest: Buffer, bytes: number): string {
-  let out = '';
-  let acc = 0;
-  let bits = (5 - ((bytes * 8) % 5)) % 5;
-  for (let i = 0; i < bytes; i++) {
-    acc = ((acc << 8) | digest[i]!) & 0xffff;
-    bits += 8;
-    while (bits >= 5) {
-      bits -= 5;
-      out += CROCKFORD[(acc >> bits) & 31];
-    }
-  }
-  return out;
+/** Every 10-bit value as its two Crockford characters: the encoding goes two characters at a time. */
+const PAIRS: readonly string[] = Array.from({ length: 1024 }, (_, v) => CROCKFORD[v >> 5]! + CROCKFORD[v & 31]!);
+
+/** The value of the hex digit at `index` ('0'-'9' are 48-57, 'a'-'f' 97-102: lower case, as digests are). */
+function nibble(hex: string, index: number): number {
+  const c = hex.charCodeAt(index);
+  return c <= 57 ? c - 48 : c - 87;
+}
+
+/** The 20 bits of the five hex digits from `index`, as four Crockford characters. */
+function quad(hex: string, index: number): string {
+  const v = (nibble(hex, index) << 16) | (nibble(hex, index + 1) << 12) | (nibble(hex, index + 2) << 8) | (nibble(hex, index + 3) << 4) | nibble(hex, index + 4);
+  return PAIRS[v >>> 10]! + PAIRS[v & 1023]!;
 }
