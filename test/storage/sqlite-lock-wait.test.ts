@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { FerryError, isStorageUnavailable, openStorage, sqlite, translateStorageError, type FerryStorage } from '@ferry/core';
-import { VirtualClock } from '@ferry/testing';
+import { eventually, VirtualClock } from '@ferry/testing';
 
 const holderScript = join(import.meta.dirname, 'fixtures', 'lock-holder.mjs');
 const root = join(import.meta.dirname, '..', '..');
@@ -156,4 +156,28 @@ it("recording an API key's last use never waits for the lock: it is skipped whil
   expect((await storage.repos.apiKeys.getByKeyId('k1'))?.last_used_at).toBe('2026-01-01T00:02:00.000Z');
   await advanceUntil(clock, () => waiting.state !== 'pending');
   expect(waiting.state).toBe('fulfilled');
+});
+
+it("the writer thread's commits wait for the lock on the storage's clock like every other write", async () => {
+  const clock = new VirtualClock();
+  const storage = await open(clock);
+  const insert = (id: string) => [{ sql: 'INSERT INTO workspaces (id, created_at) VALUES (?, ?)', rows: 1, shared: [id, T0], varying: [], values: [] }];
+  let holder = await holdLock(filenameOf(storage));
+  const failing = track(storage.writer!.transaction(insert('ws_given_up')));
+  expect(await storage.ping()).toBe(true);
+  expect(failing.state).toBe('pending');
+  // Past the configured wait, it fails with the storage-unavailable error a flow holds on and
+  // retries. Each attempt is a round trip to the thread: the clock moves on while it runs.
+  await eventually(clock, () => failing.state !== 'pending', 50, 2_000);
+  expect(failing.state).toBe('rejected');
+  expect(isStorageUnavailable(failing.error)).toBe(true);
+  await holder.release();
+
+  holder = await holdLock(filenameOf(storage));
+  const waiting = track(storage.writer!.transaction(insert('ws_waited')));
+  expect(waiting.state).toBe('pending');
+  await holder.release();
+  await eventually(clock, () => waiting.state !== 'pending', 50, 2_000);
+  expect(waiting.state).toBe('fulfilled');
+  expect((await storage.repos.workspaces.list()).map((w) => w.id)).toEqual(['default', 'ws_waited']);
 });

@@ -2,7 +2,10 @@ import { nowIso, transact, type EngineContext } from '../engine-context.js';
 import { FerryError } from '../errors.js';
 import { isUniqueViolation } from '../storage/sql-helpers.js';
 import type { Checkpoint } from '../plugin/types.js';
-import type { DeadLetterRow, EventRow } from '../storage/repositories/events-repo.js';
+import { fencedCheckpointStep } from '../storage/repositories/checkpoints-repo.js';
+import { eventOutcomesStep, type DeadLetterRow, type EventRow } from '../storage/repositories/events-repo.js';
+import { runCountsStep } from '../storage/repositories/runs-repo.js';
+import type { WriterStep } from '../storage/sqlite-writer-thread.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
 import type { Repositories } from '../storage/ferry-storage.js';
 import type { Emit } from '../engine-context.js';
@@ -38,6 +41,26 @@ export function countResults(read: number, results: readonly ItemResult[]): Batc
  * letter, inside the caller's transaction.
  */
 async function recordResults(repos: Repositories, emit: Emit, pipeline: PipelineRow, results: readonly ItemResult[], now: string, fresh = false): Promise<void> {
+  // Times come from the flow (or a stored dead letter), spelled canonically already.
+  await repos.events.upsertMany(eventRows(pipeline, results, now), { canonicalTimes: true, fresh });
+  for (const r of results) {
+    if (r.status !== 'dead_lettered') continue;
+    const letter: DeadLetterRow = {
+      event_id: r.event.id,
+      workspace_id: pipeline.workspace_id,
+      pipeline_id: pipeline.id,
+      stage: r.stage,
+      record: { id: r.event.id, type: r.event.type, occurred_at: r.event.occurredAt, payload: r.event.payload },
+      replay_requested_at: null,
+      created_at: now,
+    };
+    await repos.events.putDeadLetter(letter);
+    emit(pipeline.workspace_id, 'event.dead_lettered', { pipeline_id: pipeline.id, event_id: r.event.id, stage: r.stage, code: r.code });
+  }
+}
+
+/** The event-log rows of processed events. */
+function eventRows(pipeline: PipelineRow, results: readonly ItemResult[], now: string): EventRow[] {
   const rows: EventRow[] = new Array(results.length);
   for (let i = 0; i < results.length; i++) {
     const r = results[i]!;
@@ -57,22 +80,29 @@ async function recordResults(repos: Repositories, emit: Emit, pipeline: Pipeline
       updated_at: now,
     };
   }
-  // Times come from the flow (or a stored dead letter), spelled canonically already.
-  await repos.events.upsertMany(rows, { canonicalTimes: true, fresh });
-  for (const r of results) {
-    if (r.status !== 'dead_lettered') continue;
-    const letter: DeadLetterRow = {
-      event_id: r.event.id,
-      workspace_id: pipeline.workspace_id,
-      pipeline_id: pipeline.id,
-      stage: r.stage,
-      record: { id: r.event.id, type: r.event.type, occurred_at: r.event.occurredAt, payload: r.event.payload },
-      replay_requested_at: null,
-      created_at: now,
-    };
-    await repos.events.putDeadLetter(letter);
-    emit(pipeline.workspace_id, 'event.dead_lettered', { pipeline_id: pipeline.id, event_id: r.event.id, stage: r.stage, code: r.code });
-  }
+  return rows;
+}
+
+/**
+ * A batch's outcomes, ready to commit. With a SQLite writer thread, the event-log rows are
+ * serialized here, as the batch leaves the destination: that work then runs while the commit
+ * before it does, instead of between that commit's end and this one's start (measured: 3 ms of
+ * a 16 ms cycle per 1,000 events, during which the writer thread sat idle).
+ */
+export interface PreparedBatch {
+  readonly results: readonly ItemResult[];
+  /** The event-log rows as a writer-thread step; absent when the batch commits on the engine's connection. */
+  readonly logStep?: WriterStep;
+}
+
+/** Prepares a batch's commit (see {@link PreparedBatch}). */
+export function prepareBatch(ctx: EngineContext, pipeline: PipelineRow, results: readonly ItemResult[]): PreparedBatch {
+  // A dead letter's `event.dead_lettered` goes through the outbox, on the engine's connection:
+  // such a batch (rare) commits there whole.
+  if (!ctx.storage.writer || results.some((r) => r.status === 'dead_lettered')) return { results };
+  const outcomes = results.map((r) => ({ id: r.event.id, type: r.event.type, occurred_at: r.event.occurredAt, payload: r.event.payload, status: r.status, attempts: r.attempts }));
+  // Times come from the flow, spelled canonically already.
+  return { results, logStep: eventOutcomesStep({ workspace_id: pipeline.workspace_id, pipeline_id: pipeline.id, now: nowIso(ctx) }, outcomes, { canonicalTimes: true }) };
 }
 
 /**
@@ -81,18 +111,29 @@ async function recordResults(repos: Repositories, emit: Emit, pipeline: Pipeline
  * when `fence` no longer holds the pipeline: an engine that lost its lease while paused (a GC
  * pause, a partition) must not move a checkpoint another engine now owns.
  *
- * The event-log rows are first written as new ones (the cheapest way, see `fresh` in
+ * SQLite on a file commits on its writer thread (see `SqliteWriterThread`), off the event loop.
+ * Otherwise the event-log rows are first written as new ones (the cheapest way, see `fresh` in
  * `EventsRepo.upsertMany`); a batch of which some were written before (read again after a
  * crash) fails that transaction with a unique violation and is committed again as an upsert.
  */
 export async function commitBatch(
   ctx: EngineContext,
-  input: { pipeline: PipelineRow; runId: string | null; fence: Fence; results: readonly ItemResult[]; checkpoint: Checkpoint; counts: BatchCounts },
+  input: { pipeline: PipelineRow; runId: string | null; fence: Fence; batch: PreparedBatch; checkpoint: Checkpoint; counts: BatchCounts },
 ): Promise<void> {
   const now = nowIso(ctx);
+  const writer = ctx.storage.writer;
+  if (writer && input.batch.logStep && !ctx.currentTransaction.getStore()) {
+    ctx.assertRunning();
+    const steps: WriterStep[] = [input.batch.logStep, fencedCheckpointStep(input.pipeline.id, input.checkpoint, input.runId, now, input.fence)];
+    if (input.runId) steps.push(runCountsStep(input.runId, input.counts));
+    const outcome = await writer.transaction(steps);
+    if (!outcome.committed) throw new FerryError('lease_lost', `The lease ${input.fence.name} was taken over; the batch is not committed.`);
+    return;
+  }
+  const results = input.batch.results;
   const attempt = (fresh: boolean) =>
     transact(ctx, async (repos, emit) => {
-      await recordResults(repos, emit, input.pipeline, input.results, now, fresh);
+      await recordResults(repos, emit, input.pipeline, results, now, fresh);
       // The fence is checked with the checkpoint's write, last: whatever was written before it
       // rolls back with the transaction when the lease is gone.
       if (!(await repos.checkpoints.putFenced(input.pipeline.id, input.checkpoint, input.runId, now, input.fence))) {

@@ -6,7 +6,7 @@ import type { Checkpoint, JsonObject, PullSource, PushSource, SourceBatch, Sourc
 import type { ConnectorsService } from '../services/connectors-service.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
 import { backoffDelay, MAX_BACKOFF_ATTEMPT } from './backoff.js';
-import { commitBatch, countResults, type BatchCounts, type Fence } from './batch-commit.js';
+import { commitBatch, countResults, prepareBatch, type BatchCounts, type Fence, type PreparedBatch } from './batch-commit.js';
 import { deriveEventId } from './event-id.js';
 import { processItems, type ItemResult, type WorkItem } from './event-processor.js';
 import { FlowError, toFlowError } from './flow-error.js';
@@ -267,7 +267,7 @@ export class PipelineFlow {
       // Caught up. A source may still move its position (past an empty object, say): keep it.
       const moved = JSON.stringify(batch.checkpoint ?? null) !== JSON.stringify(from ?? null);
       if (moved) {
-        outcome = await this.commit([], batch.checkpoint, 0);
+        outcome = await this.commit(prepareBatch(this.deps.ctx, this.row, []), batch.checkpoint, 0);
         this.position = batch.checkpoint;
       }
       await this.progressed();
@@ -285,11 +285,11 @@ export class PipelineFlow {
       }
       return { done: false, outcome };
     }
-    const results = await this.process(batch);
-    const previous = this.pending;
     const row = this.row;
+    const prepared = prepareBatch(this.deps.ctx, row, await this.process(batch));
+    const previous = this.pending;
     // Chained: this commit starts only after the previous one succeeded, and not at all if it failed.
-    const commit = (previous ?? Promise.resolve(undefined)).then(() => this.commit(results, batch.checkpoint, batch.records.length, row, this.back));
+    const commit = (previous ?? Promise.resolve(undefined)).then(() => this.commit(prepared, batch.checkpoint, batch.records.length, row, this.back));
     // Awaited by the next step or by flush(); until then its failure stops the batch being prepared.
     commit.catch((error: unknown) => {
       this.commitFailed = error instanceof Stop || error instanceof FlowError ? error : new Stop('commit failed');
@@ -415,8 +415,8 @@ export class PipelineFlow {
 
   /** Takes one source batch through the steps and the destination, then commits it. */
   private async handle(batch: SourceBatch): Promise<BatchOutcome> {
-    const results = await this.process(batch);
-    return this.commit(results, batch.checkpoint, batch.records.length);
+    const prepared = prepareBatch(this.deps.ctx, this.row, await this.process(batch));
+    return this.commit(prepared, batch.checkpoint, batch.records.length);
   }
 
   /** Takes one source batch through the steps and the destination (not committed yet). */
@@ -443,11 +443,11 @@ export class PipelineFlow {
     return results;
   }
 
-  private async commit(results: ItemResult[], checkpoint: Checkpoint, read: number, row: PipelineRow = this.row, lane: Lane = this.fore): Promise<BatchOutcome> {
-    const counts = countResults(read, results);
+  private async commit(batch: PreparedBatch, checkpoint: Checkpoint, read: number, row: PipelineRow = this.row, lane: Lane = this.fore): Promise<BatchOutcome> {
+    const counts = countResults(read, batch.results);
     await this.retrying(
       'storage',
-      () => commitBatch(this.deps.ctx, { pipeline: row, runId: this.spec.runId(), fence: this.spec.fence, results, checkpoint, counts }),
+      () => commitBatch(this.deps.ctx, { pipeline: row, runId: this.spec.runId(), fence: this.spec.fence, batch, checkpoint, counts }),
       lane,
     );
     this.checkpoint = checkpoint;

@@ -18,6 +18,7 @@ import { WorkspacesRepo } from './repositories/workspaces-repo.js';
 import { LeasesRepo } from './leases.js';
 import type { Db } from './sql-helpers.js';
 import { SqliteIdleReader } from './sqlite-direct.js';
+import { SqliteWriterThread } from './sqlite-writer-thread.js';
 import type { Dialect, StorageConfig } from './storage-config.js';
 
 /** Advisory lock id under which Postgres migrations run (an arbitrary constant: "ferr" in ASCII). */
@@ -75,6 +76,8 @@ export class FerryStorage {
   readonly description: string;
   /** Repositories outside any transaction. */
   readonly repos: Repositories;
+  /** SQLite on a file: the thread that commits pipeline batches off the event loop (see {@link SqliteWriterThread}). */
+  readonly writer: SqliteWriterThread | undefined;
   private closed = false;
   private readonly idle: SqliteIdleReader | undefined;
   private readonly knexPool: { max?: unknown } | undefined;
@@ -89,6 +92,7 @@ export class FerryStorage {
     this.idle = this.dialect === 'sqlite' ? new SqliteIdleReader(this.knex) : undefined;
     this.repos = new Repositories(this.knex, this.dialect, this.idle);
     this.knexPool = config.knex.pool as { max?: unknown } | undefined;
+    this.writer = config.sqliteWriter ? new SqliteWriterThread(config.sqliteWriter) : undefined;
   }
 
   /** Applies pending migrations (idempotent; safe to call from several engines at once). */
@@ -136,6 +140,7 @@ export class FerryStorage {
     if (this.closed) return;
     this.closed = true;
     this.idle?.release();
+    await this.writer?.close();
     await this.knex.destroy();
   }
 }

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { Clock } from '../clock.js';
 import { sqliteStatement } from './sqlite-direct.js';
 import { realTimers, retryWhileBusy, type SqliteLockWait } from './sqlite-lock-wait.js';
+import type { SqliteWriterConfig } from './sqlite-writer-thread.js';
 
 /** The SQL dialects the engine stores its state in. */
 export type Dialect = 'sqlite' | 'postgres';
@@ -19,6 +20,8 @@ export interface StorageConfig {
   readonly description: string;
   /** True when nothing outlives the process (in-memory SQLite). */
   readonly ephemeral: boolean;
+  /** SQLite on a file: where the writer thread commits pipeline batches (see {@link SqliteOptions.writerThread}); absent otherwise. */
+  readonly sqliteWriter?: SqliteWriterConfig;
 }
 
 /** Options of {@link sqlite}. */
@@ -33,6 +36,12 @@ export interface SqliteOptions {
   busyTimeoutMs?: number;
   /** The clock that times those waits; real time by default (tests pass a virtual clock). */
   clock?: Clock;
+  /**
+   * Commit pipeline batches on a thread of their own (default true for a file; an in-memory
+   * database has one connection and cannot). A batch's commit then runs on a second core while
+   * the engine prepares the next batch, instead of stopping the event loop for its duration.
+   */
+  writerThread?: boolean;
 }
 
 /** Options of {@link postgres}. */
@@ -212,6 +221,7 @@ export function sqlite(options: SqliteOptions): StorageConfig {
     dialect: 'sqlite',
     ephemeral: memory,
     description: memory ? 'sqlite (in memory)' : `sqlite (${options.filename})`,
+    ...(memory || options.writerThread === false ? {} : { sqliteWriter: { filename: options.filename, wait } }),
     knex: {
       client: immediateSqliteClient(wait) as Knex.Config['client'],
       connection: { filename: memory ? ':memory:' : options.filename },

@@ -1,6 +1,7 @@
 import { fromJson, rawRows, toJson, type Db } from '../sql-helpers.js';
 import type { Dialect } from '../storage-config.js';
 import type { Checkpoint } from '../../plugin/types.js';
+import { singleStep, type WriterStep } from '../sqlite-writer-thread.js';
 
 const SET_CHECKPOINT = 'ON CONFLICT (pipeline_id) DO UPDATE SET value = excluded.value, run_id = excluded.run_id, updated_at = excluded.updated_at RETURNING pipeline_id';
 // Postgres locks the lease row until the commit, so a takeover cannot slip in between this
@@ -39,4 +40,12 @@ export class CheckpointsRepo {
     const result = this.dialect === 'postgres' ? await this.db.raw(PUT_FENCED_PG, [...lease, ...row]) : await this.db.raw(PUT_FENCED_SQLITE, [...row, ...lease]);
     return rawRows(this.dialect, result).length === 1;
   }
+}
+
+/**
+ * {@link CheckpointsRepo.putFenced} as a step of a SQLite writer-thread transaction: the
+ * transaction is rolled back when the lease is no longer held.
+ */
+export function fencedCheckpointStep(pipelineId: string, value: Checkpoint, runId: string | null, now: string, fence: { name: string; token: string }): WriterStep {
+  return singleStep(PUT_FENCED_SQLITE, [pipelineId, toJson(value), runId, now, fence.name, fence.token, now], { mustChange: true });
 }

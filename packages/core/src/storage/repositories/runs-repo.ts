@@ -4,6 +4,7 @@ import { LeasedQueue } from '../leases.js';
 import { affected, toInt, type Db } from '../sql-helpers.js';
 import type { Dialect } from '../storage-config.js';
 import type { Run } from '../../domain.js';
+import { singleStep, type WriterStep } from '../sqlite-writer-thread.js';
 
 /** Row of `runs`: the public record plus its workspace and queue lease. */
 export type RunRow = Run & {
@@ -100,4 +101,12 @@ export class RunsRepo {
     }
     if (Object.keys(update).length > 0) await this.db('runs').where({ id }).update(update);
   }
+}
+
+/** Adds to every counter of a run, on the SQLite writer thread (see {@link RunsRepo.addCounts}). */
+const ADD_COUNTS_SQLITE = `UPDATE runs SET ${COUNTERS.map((c) => `${c} = ${c} + ?`).join(', ')} WHERE id = ?`;
+
+/** {@link RunsRepo.addCounts} as a step of a SQLite writer-thread transaction. */
+export function runCountsStep(id: string, counts: Partial<Record<(typeof COUNTERS)[number], number>>): WriterStep {
+  return singleStep(ADD_COUNTS_SQLITE, [...COUNTERS.map((c) => counts[c] ?? 0), id]);
 }

@@ -1,0 +1,78 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openStorage, type FerryStorage } from './ferry-storage.js';
+import { sqlite } from './storage-config.js';
+import { singleStep, WriterThreadError, type WriterStep } from './sqlite-writer-thread.js';
+
+const T0 = '2026-01-01T00:00:00.000Z';
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function fileStorage(options: { writerThread?: boolean } = {}): Promise<FerryStorage> {
+  const dir = mkdtempSync(join(tmpdir(), 'ferry-writer-'));
+  const storage = await openStorage(sqlite({ filename: join(dir, 'ferry.db'), ...options }));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  cleanups.push(() => storage.close());
+  return storage;
+}
+
+/** Workspaces inserted row by row, with the time shared and the id varying. */
+function workspaces(ids: string[]): WriterStep {
+  return { sql: 'INSERT INTO workspaces (id, created_at) VALUES (?, ?)', rows: ids.length, shared: [null, T0], varying: [0], values: ids };
+}
+
+const ids = async (storage: FerryStorage) => (await storage.repos.workspaces.list()).map((w) => w.id).sort();
+
+describe('SqliteWriterThread', () => {
+  it('belongs to SQLite on a file only, unless turned off', async () => {
+    expect((await fileStorage()).writer).toBeDefined();
+    expect((await fileStorage({ writerThread: false })).writer).toBeUndefined();
+    const memory = await openStorage(sqlite({ filename: ':memory:' }));
+    cleanups.push(() => memory.close());
+    expect(memory.writer).toBeUndefined();
+  });
+
+  it('commits its steps in one transaction, seen by the engine connection once it resolves', async () => {
+    const storage = await fileStorage();
+    const outcome = await storage.writer!.transaction([workspaces(['ws_a', 'ws_b', 'ws_c']), singleStep('UPDATE workspaces SET created_at = ? WHERE id = ?', ['2026-02-01T00:00:00.000Z', 'ws_b'])]);
+    expect(outcome).toEqual({ committed: true, changes: [3, 1] });
+    expect(await ids(storage)).toEqual(['ws_a', 'ws_b', 'ws_c']);
+    expect((await storage.repos.workspaces.get('ws_b'))?.created_at).toBe('2026-02-01T00:00:00.000Z');
+  });
+
+  it('rolls everything back when a fenced step changes nothing', async () => {
+    const storage = await fileStorage();
+    const outcome = await storage.writer!.transaction([workspaces(['ws_a']), singleStep('UPDATE workspaces SET created_at = ? WHERE id = ?', [T0, 'ws_missing'], { mustChange: true })]);
+    expect(outcome).toEqual({ committed: false, unchanged: 1 });
+    expect(await ids(storage)).toEqual([]);
+  });
+
+  it("rejects with SQLite's code when a statement fails, and commits none of the transaction", async () => {
+    const storage = await fileStorage();
+    await storage.writer!.transaction([workspaces(['ws_a'])]);
+    const failed = storage.writer!.transaction([workspaces(['ws_b', 'ws_a'])]);
+    await expect(failed).rejects.toBeInstanceOf(WriterThreadError);
+    await expect(failed).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
+    expect(await ids(storage)).toEqual(['ws_a']);
+    // The thread goes on after a failure.
+    await storage.writer!.transaction([workspaces(['ws_c'])]);
+    expect(await ids(storage)).toEqual(['ws_a', 'ws_c']);
+  });
+
+  it('lets a transaction in flight finish when the storage closes, and takes no more', async () => {
+    const storage = await fileStorage();
+    const writer = storage.writer!;
+    const running = writer.transaction([workspaces(Array.from({ length: 500 }, (_, i) => `ws_${i}`))]);
+    const closing = storage.close();
+    await expect(running).resolves.toEqual({ committed: true, changes: [500] });
+    await closing;
+    await expect(writer.transaction([workspaces(['ws_late'])])).rejects.toMatchObject({ code: 'FERRY_CLOSED' });
+    const again = await openStorage(sqlite({ filename: (storage.knex.client as { connectionSettings: { filename: string } }).connectionSettings.filename }));
+    cleanups.push(() => again.close());
+    expect((await again.repos.workspaces.list()).length).toBe(500);
+  });
+});
