@@ -115,9 +115,9 @@ describe('every destination holds the values exactly as they left Postgres', () 
       return rows[0] ? parseExactJson(rows[0].payload) : undefined;
     });
     expect(payload).toEqual(EXPECTED);
-    // And the events listing.
-    const listed = await engine.events.list(WS, id, { limit: 10 });
-    expect(listed.data.map((e) => e.payload)).toEqual([EXPECTED]);
+    // And the events listing, once the batch is committed (after the destination took it).
+    const listed = await landed(async () => (await engine.events.list(WS, id, { limit: 10 })).data[0]?.payload);
+    expect(listed).toEqual(EXPECTED);
   });
 
   it('s3 (a JSON Lines object)', async () => {

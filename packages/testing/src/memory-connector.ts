@@ -97,6 +97,22 @@ export class MemoryStream extends FaultInjection {
   private readonly waiters = new Set<() => void>();
   /** How many times the stream was read (pull) or a batch was handed out (push). */
   reads = 0;
+  /** Push mode: the most handler calls outstanding at once (more than one with `push_ahead`). */
+  maxHanded = 0;
+  /** Push mode: handler calls that resolved after a later one had (the core must resolve them in order). */
+  settledOutOfOrder = 0;
+  private lastSettled = -1;
+
+  /** @internal A push consumer has `outstanding` handler calls not resolved. */
+  handed(outstanding: number): void {
+    this.maxHanded = Math.max(this.maxHanded, outstanding);
+  }
+
+  /** @internal The handler call for the batch ending at `end` resolved. */
+  settled(end: number): void {
+    if (end < this.lastSettled) this.settledOutOfOrder++;
+    this.lastSettled = end;
+  }
 
   /**
    * Appends records; wakes a push consumer that waits for more. A record without `occurredAt`
@@ -154,6 +170,8 @@ export class MemoryStream extends FaultInjection {
 
   /** @internal Resolves when a record is appended or `signal` aborts. */
   waitForMore(signal: AbortSignal): Promise<void> {
+    // An abort that came before the call fires no listener.
+    if (signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         this.waiters.delete(done);
@@ -300,6 +318,11 @@ export const memoryConfigSchema = Type.Object(
     mode: Type.Optional(Type.Union([Type.Literal('pull'), Type.Literal('push')], { default: 'pull' })),
     /** Records per pushed batch. */
     push_batch_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 500 })),
+    /**
+     * Push mode: hand over the next batch before the last one's handler resolved (two at most),
+     * as a replication stream does to have a batch written while the one before commits.
+     */
+    push_ahead: Type.Optional(Type.Boolean({ default: false })),
     /** A secret, so tests can see that secrets never leak. */
     token: Type.Optional(Secret(Type.String({ minLength: 4 }))),
   },
@@ -330,17 +353,32 @@ export function memoryConnector(hub: MemoryHub) {
         return { read: (checkpoint, max, signal) => stream.read(position(checkpoint), max, signal) };
       }
       const size = ctx.config.push_batch_size ?? 500;
+      const ahead = ctx.config.push_ahead ?? false;
       return {
         async consume(from, handler, signal) {
           let next = position(from);
+          /** Calls not resolved yet, oldest first, each with the position after its batch. */
+          const handed: { done: Promise<void>; end: number }[] = [];
+          const settleOldest = async () => {
+            const oldest = handed[0]!;
+            await oldest.done;
+            handed.shift();
+          };
           while (!signal.aborted) {
             if (next >= stream.length) {
+              while (handed.length > 0) await settleOldest();
               await stream.waitForMore(signal);
               continue;
             }
             const batch = await stream.read(next, size, signal);
-            await handler(batch);
+            const done = handler(batch);
+            const end = batch.checkpoint as number;
+            // Recorded as it happens: an out-of-order resolution must show, not be hidden by the awaits below.
+            done.then(() => stream.settled(end), () => undefined);
+            handed.push({ done, end });
+            stream.handed(handed.length);
             next = batch.checkpoint as number;
+            while (handed.length >= (ahead ? 2 : 1)) await settleOldest();
           }
         },
       };

@@ -78,8 +78,14 @@ export interface PullSource {
 }
 
 /**
- * A source that pushes (Kafka, an inbox). The core passes a handler; the source must await it
- * before taking more, which is its backpressure. `consume` resolves when `signal` aborts.
+ * A source that pushes (Kafka, an inbox, a replication stream). The core passes a handler whose
+ * promise resolves once the batch is committed (its events logged, the checkpoint after it
+ * stored): only then may the source acknowledge the batch upstream. Awaiting each call before
+ * taking more is the simple backpressure. A source may also hand over the next batch before the
+ * last call resolved, to have it written while the last one commits: the core takes batches
+ * through the destination and commits them in the order of the calls, resolves the calls in that
+ * order, and a call after one that failed fails too. Keep at most two calls outstanding.
+ * `consume` resolves when `signal` aborts.
  */
 export interface PushSource {
   consume(

@@ -66,7 +66,8 @@ class Stop extends Error {}
  * is read one batch ahead of the destination (an `expand` loop whose next step is subscribed
  * only when the previous one emitted; each step starts the next read), while the batch before
  * commits; a push source's handler resolves only after its batch committed, which is what lets
- * it take more. At most three batches are in memory (two for a push source).
+ * it take more (a source may hand over one more batch meanwhile, written while the one before
+ * commits). At most three batches are in memory, plus what a push source holds itself.
  *
  * Stopping is graceful: {@link stop} lets the batch in flight commit, cuts short any backoff
  * wait, and ends the flow with `stopped`.
@@ -356,17 +357,49 @@ export class PipelineFlow {
           consuming.abort(new Stop('caught up'));
         }, this.row.flush_interval_ms);
       };
-      const handler = async (batch: SourceBatch) => {
+      // Batches go through the steps and the destination one at a time, in the order the source
+      // handed them over, and commit one at a time in that order: a source that hands over the
+      // next batch before the last one's handler resolved (see `PushSource`) has it written while
+      // the last one commits.
+      /** The last batch handed over, up to its destination's acknowledgement: the next one waits for it. */
+      let written: Promise<unknown> = Promise.resolve();
+      /** Batches handed over and not committed yet: the idle timer runs only when there is none. */
+      let inFlight = 0;
+      const handler = (batch: SourceBatch): Promise<void> => {
         idle?.cancel();
-        if (!(await this.refresh(false))) {
-          this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
-          consuming.abort(new Stop('inactive'));
-          throw new Stop('inactive');
-        }
-        subscriber.next(await this.handle(batch));
-        // The connectors changed: end this consumption after the committed batch and start again with them.
-        if (this.reopenNeeded) restart.abort(new Stop('reopen'));
-        armIdle();
+        inFlight++;
+        const prepared = written.then(async () => {
+          if (!(await this.refresh(false))) {
+            this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
+            consuming.abort(new Stop('inactive'));
+            throw new Stop('inactive');
+          }
+          const row = this.row;
+          return { row, batch: prepareBatch(this.deps.ctx, row, await this.process(batch)) };
+        });
+        // A batch that did not reach the destination stops the ones handed over after it.
+        written = prepared;
+        prepared.catch(() => undefined);
+        // Chained: this commit starts only after the previous one succeeded, and not at all if it failed.
+        const previous = this.pending ?? Promise.resolve(undefined);
+        const commit = Promise.all([prepared, previous]).then(([p]) => this.commit(p.batch, batch.checkpoint, batch.records.length, p.row, this.back));
+        this.pending = commit;
+        commit.catch((error: unknown) => {
+          this.commitFailed = error instanceof Stop || error instanceof FlowError ? error : new Stop('commit failed');
+        });
+        return commit.then(
+          (outcome) => {
+            inFlight--;
+            subscriber.next(outcome);
+            // The connectors changed: end this consumption after the committed batch and start again with them.
+            if (this.reopenNeeded) restart.abort(new Stop('reopen'));
+            if (inFlight === 0) armIdle();
+          },
+          (error: unknown) => {
+            inFlight--;
+            throw error;
+          },
+        );
       };
       let restart = new AbortController();
       const consume = async () => {
@@ -380,6 +413,8 @@ export class PipelineFlow {
               return;
             }
           }
+          // A consumption that ended with a batch still committing starts again after it.
+          await this.pending?.catch(() => undefined);
           restart = new AbortController();
           const reader = this.conns!.reader as PushSource;
           const woken = this.wake.signal;
@@ -411,12 +446,6 @@ export class PipelineFlow {
       );
       return () => consuming.abort(new Stop('unsubscribed'));
     });
-  }
-
-  /** Takes one source batch through the steps and the destination, then commits it. */
-  private async handle(batch: SourceBatch): Promise<BatchOutcome> {
-    const prepared = prepareBatch(this.deps.ctx, this.row, await this.process(batch));
-    return this.commit(prepared, batch.checkpoint, batch.records.length);
   }
 
   /** Takes one source batch through the steps and the destination (not committed yet). */

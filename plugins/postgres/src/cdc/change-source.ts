@@ -318,6 +318,9 @@ function isoMicros(micros: bigint): string {
   return `${new Date(Number(seconds) * 1000).toISOString().slice(0, 19)}.${fraction}Z`;
 }
 
+/** Batches handed to the engine at once: the one being written while the one before it commits. */
+const HANDED_AHEAD = 2;
+
 /**
  * Streams the slot from `start` until `signal` aborts, handing over batches of at most
  * `batchSize` changes. Reading runs ahead of the handler by at most two batches (the socket is
@@ -464,11 +467,29 @@ async function streamChanges(
     }
   };
 
+  /**
+   * Batches handed over whose handler has not resolved, oldest first, each with the position the
+   * slot may confirm once it has. The next batch is handed over while the last one commits (the
+   * engine writes it meanwhile): at most {@link HANDED_AHEAD} at once.
+   */
+  const handed: { done: Promise<void>; complete: Lsn }[] = [];
+  const settleOldest = async () => {
+    const oldest = handed[0]!;
+    await oldest.done;
+    handed.shift();
+    if (oldest.complete > confirmed) {
+      confirmed = oldest.complete;
+      confirm();
+    }
+  };
+
   /** Hands over what is pending, batch by batch; confirms each batch once the handler resolved. */
   const flush = async () => {
     while (failure === undefined && !signal.aborted) {
       if (pendingRecords === 0) {
-        // Only ends of transactions whose changes were all delivered (or not wanted): confirmable now.
+        // Only ends of transactions whose changes were all delivered (or not wanted): confirmable
+        // once every batch handed over before them is.
+        while (handed.length > 0) await settleOldest();
         let end: Lsn | undefined;
         while (pending.length > 0 && 'commitEnd' in pending[0]!) end = (pending.shift() as { commitEnd: Lsn }).commitEnd;
         if (end !== undefined && end > confirmed) {
@@ -505,11 +526,11 @@ async function streamChanges(
         paused = false;
         replication.resume();
       }
-      await handler({ records, checkpoint });
-      if (complete > confirmed) {
-        confirmed = complete;
-        confirm();
-      }
+      const done = handler({ records, checkpoint });
+      // Awaited (and its failure thrown) by settleOldest; never left unhandled meanwhile.
+      done.catch(() => undefined);
+      handed.push({ done, complete });
+      while (handed.length >= HANDED_AHEAD) await settleOldest();
     }
   };
 
