@@ -3,7 +3,7 @@ import { FerryError } from '../errors.js';
 import { isUniqueViolation } from '../storage/sql-helpers.js';
 import type { Checkpoint } from '../plugin/types.js';
 import { fencedCheckpointStep } from '../storage/repositories/checkpoints-repo.js';
-import { eventOutcomesStep, type DeadLetterRow, type EventRow } from '../storage/repositories/events-repo.js';
+import { asEventUpsert, eventOutcomesStep, type DeadLetterRow, type EventRow } from '../storage/repositories/events-repo.js';
 import { runCountsStep } from '../storage/repositories/runs-repo.js';
 import type { WriterStep } from '../storage/sqlite-writer-thread.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
@@ -112,7 +112,7 @@ export function prepareBatch(ctx: EngineContext, pipeline: PipelineRow, results:
  * pause, a partition) must not move a checkpoint another engine now owns.
  *
  * SQLite on a file commits on its writer thread (see `SqliteWriterThread`), off the event loop.
- * Otherwise the event-log rows are first written as new ones (the cheapest way, see `fresh` in
+ * Either way the event-log rows are first written as new ones (the cheapest way, see `fresh` in
  * `EventsRepo.upsertMany`); a batch of which some were written before (read again after a
  * crash) fails that transaction with a unique violation and is committed again as an upsert.
  */
@@ -124,9 +124,15 @@ export async function commitBatch(
   const writer = ctx.storage.writer;
   if (writer && input.batch.logStep && !ctx.currentTransaction.getStore()) {
     ctx.assertRunning();
-    const steps: WriterStep[] = [input.batch.logStep, fencedCheckpointStep(input.pipeline.id, input.checkpoint, input.runId, now, input.fence)];
-    if (input.runId) steps.push(runCountsStep(input.runId, input.counts));
-    const outcome = await writer.transaction(steps);
+    const rest: WriterStep[] = [fencedCheckpointStep(input.pipeline.id, input.checkpoint, input.runId, now, input.fence)];
+    if (input.runId) rest.push(runCountsStep(input.runId, input.counts));
+    let outcome;
+    try {
+      outcome = await writer.transaction([input.batch.logStep, ...rest]);
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      outcome = await writer.transaction([asEventUpsert(input.batch.logStep), ...rest]);
+    }
     if (!outcome.committed) throw new FerryError('lease_lost', `The lease ${input.fence.name} was taken over; the batch is not committed.`);
     return;
   }

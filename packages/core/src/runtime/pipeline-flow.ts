@@ -488,9 +488,16 @@ export class PipelineFlow {
     // A record without a time of its own (or with an invalid one) happened when it was read.
     const readAt = new Date(this.deps.ctx.clock.now()).toISOString();
     const items: WorkItem[] = new Array(records.length);
+    // Records of one transaction or one file share their time: it is parsed once for a run of them.
+    let lastTime: SourceRecord['occurredAt'];
+    let lastOwn: { iso: string; ms: number } | undefined;
     for (let i = 0; i < records.length; i++) {
       const r = records[i]!;
-      const own = recordTime(r.occurredAt);
+      if (i === 0 || r.occurredAt !== lastTime || typeof lastTime !== 'string') {
+        lastTime = r.occurredAt;
+        lastOwn = recordTime(lastTime);
+      }
+      const own = lastOwn;
       const event: TransformEvent = {
         // Only a time the source reports goes into the id: the read time would differ on a re-read.
         id: deriveEventId(this.row.id, r.position, own?.ms),

@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStorage, type FerryStorage } from './ferry-storage.js';
 import { sqlite } from './storage-config.js';
+import { asEventUpsert, eventOutcomesStep } from './repositories/events-repo.js';
 import { singleStep, WriterThreadError, type WriterStep } from './sqlite-writer-thread.js';
+import { isUniqueViolation } from './sql-helpers.js';
 
 const T0 = '2026-01-01T00:00:00.000Z';
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -74,5 +76,26 @@ describe('SqliteWriterThread', () => {
     const again = await openStorage(sqlite({ filename: (storage.knex.client as { connectionSettings: { filename: string } }).connectionSettings.filename }));
     cleanups.push(() => again.close());
     expect((await again.repos.workspaces.list()).length).toBe(500);
+  });
+
+  it("writes a batch's event outcomes as new rows; the same ids again (a re-read) fail as a unique violation and go in as an upsert", async () => {
+    const storage = await fileStorage();
+    const shared = { workspace_id: 'default', pipeline_id: 'pip_1', now: T0 };
+    const row = (n: number, status: 'delivered' | 'filtered', attempts = 1) => ({ id: `evt_${n}`, type: 't', occurred_at: T0, payload: { n }, status, attempts });
+    // Same status and attempts: sent once for all rows; mixed: row by row.
+    await storage.writer!.transaction([eventOutcomesStep(shared, [row(1, 'delivered'), row(2, 'delivered')])]);
+    await storage.writer!.transaction([eventOutcomesStep(shared, [row(3, 'filtered'), row(4, 'delivered', 2)])]);
+    const again = eventOutcomesStep(shared, [row(2, 'filtered', 3), row(5, 'delivered')]);
+    const refused = await storage.writer!.transaction([again]).catch((error: unknown) => error);
+    expect(isUniqueViolation(refused)).toBe(true);
+    await storage.writer!.transaction([asEventUpsert(again)]);
+    const listed = await storage.repos.events.list('default', 'pip_1', {}, undefined, 10);
+    expect(listed.rows.map((e) => [e.id, e.status, e.attempts, e.payload, e.created_at])).toEqual([
+      ['evt_1', 'delivered', 1, { n: 1 }, T0],
+      ['evt_2', 'filtered', 3, { n: 2 }, T0],
+      ['evt_3', 'filtered', 1, { n: 3 }, T0],
+      ['evt_4', 'delivered', 2, { n: 4 }, T0],
+      ['evt_5', 'delivered', 1, { n: 5 }, T0],
+    ]);
   });
 });
