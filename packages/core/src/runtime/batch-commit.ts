@@ -5,7 +5,7 @@ import type { Checkpoint } from '../plugin/types.js';
 import { fencedCheckpointStep } from '../storage/repositories/checkpoints-repo.js';
 import { asEventUpsert, eventOutcomesStep, type DeadLetterRow, type EventRow } from '../storage/repositories/events-repo.js';
 import { runCountsStep } from '../storage/repositories/runs-repo.js';
-import type { WriterStep } from '../storage/sqlite-writer-thread.js';
+import type { WriterOrder, WriterStep } from '../storage/sqlite-writer-thread.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
 import type { Repositories } from '../storage/ferry-storage.js';
 import type { Emit } from '../engine-context.js';
@@ -118,7 +118,7 @@ export function prepareBatch(ctx: EngineContext, pipeline: PipelineRow, results:
  */
 export async function commitBatch(
   ctx: EngineContext,
-  input: { pipeline: PipelineRow; runId: string | null; fence: Fence; batch: PreparedBatch; checkpoint: Checkpoint; counts: BatchCounts },
+  input: { pipeline: PipelineRow; runId: string | null; fence: Fence; batch: PreparedBatch; checkpoint: Checkpoint; counts: BatchCounts; order?: WriterOrder },
 ): Promise<void> {
   const now = nowIso(ctx);
   const writer = ctx.storage.writer;
@@ -128,10 +128,10 @@ export async function commitBatch(
     if (input.runId) rest.push(runCountsStep(input.runId, input.counts));
     let outcome;
     try {
-      outcome = await writer.transaction([input.batch.logStep, ...rest]);
+      outcome = await writer.transaction([input.batch.logStep, ...rest], input.order);
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
-      outcome = await writer.transaction([asEventUpsert(input.batch.logStep), ...rest]);
+      outcome = await writer.transaction([asEventUpsert(input.batch.logStep), ...rest], input.order);
     }
     if (!outcome.committed) throw new FerryError('lease_lost', `The lease ${input.fence.name} was taken over; the batch is not committed.`);
     return;

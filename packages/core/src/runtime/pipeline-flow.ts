@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { defer, EMPTY, expand, filter, map, Observable, type Observer } from 'rxjs';
 import { sleep } from '../clock.js';
 import type { EngineContext } from '../engine-context.js';
@@ -5,6 +6,7 @@ import { isFerryError } from '../errors.js';
 import type { Checkpoint, JsonObject, PullSource, PushSource, SourceBatch, SourceRecord, TransformEvent } from '../plugin/types.js';
 import type { ConnectorsService } from '../services/connectors-service.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
+import type { WriterOrder } from '../storage/sqlite-writer-thread.js';
 import { backoffDelay, MAX_BACKOFF_ATTEMPT } from './backoff.js';
 import { commitBatch, countResults, prepareBatch, type BatchCounts, type Fence, type PreparedBatch } from './batch-commit.js';
 import { deriveEventId } from './event-id.js';
@@ -107,6 +109,8 @@ export class PipelineFlow {
   private announcing: Promise<unknown> = Promise.resolve();
   /** A commit running behind has failed: the batch being prepared must not go on. */
   private commitFailed: unknown;
+  /** This flow's chain of commits on the SQLite writer thread (see {@link writerOrder}). */
+  private readonly commitChain = { id: newChainId(''), next: 0, onThread: false };
   /** How the flow ended; set when the Observable completes. */
   end: FlowEnd = 'stopped';
 
@@ -185,6 +189,7 @@ export class PipelineFlow {
     const conns = this.conns;
     this.conns = undefined;
     await conns?.close();
+    this.deps.ctx.storage.writer?.endChain(this.commitChain.id);
   }
 
   /**
@@ -290,7 +295,8 @@ export class PipelineFlow {
     const prepared = prepareBatch(this.deps.ctx, row, await this.process(batch));
     const previous = this.pending;
     // Chained: this commit starts only after the previous one succeeded, and not at all if it failed.
-    const commit = (previous ?? Promise.resolve(undefined)).then(() => this.commit(prepared, batch.checkpoint, batch.records.length, row, this.back));
+    // This commit starts only after the previous one succeeded, and not at all if it failed.
+    const commit = this.commit(prepared, batch.checkpoint, batch.records.length, row, this.back, previous);
     // Awaited by the next step or by flush(); until then its failure stops the batch being prepared.
     commit.catch((error: unknown) => {
       this.commitFailed = error instanceof Stop || error instanceof FlowError ? error : new Stop('commit failed');
@@ -380,9 +386,9 @@ export class PipelineFlow {
         // A batch that did not reach the destination stops the ones handed over after it.
         written = prepared;
         prepared.catch(() => undefined);
-        // Chained: this commit starts only after the previous one succeeded, and not at all if it failed.
-        const previous = this.pending ?? Promise.resolve(undefined);
-        const commit = Promise.all([prepared, previous]).then(([p]) => this.commit(p.batch, batch.checkpoint, batch.records.length, p.row, this.back));
+        // This commit starts only after the previous one succeeded, and not at all if it failed.
+        const previous = this.pending;
+        const commit = prepared.then((p) => this.commit(p.batch, batch.checkpoint, batch.records.length, p.row, this.back, previous));
         this.pending = commit;
         commit.catch((error: unknown) => {
           this.commitFailed = error instanceof Stop || error instanceof FlowError ? error : new Stop('commit failed');
@@ -472,16 +478,56 @@ export class PipelineFlow {
     return results;
   }
 
-  private async commit(batch: PreparedBatch, checkpoint: Checkpoint, read: number, row: PipelineRow = this.row, lane: Lane = this.fore): Promise<BatchOutcome> {
+  /**
+   * Commits a batch once `previous` (the commit of the batch before it) succeeded, and fails with
+   * it if it did not; resolves after `previous`, so the flow's position moves batch after batch.
+   * A batch for the SQLite writer thread that follows another is sent to the thread at once, on
+   * this flow's chain (see `WriterOrder`): the thread runs it right after the one before,
+   * without waiting for the event loop to hear of that one.
+   */
+  private async commit(batch: PreparedBatch, checkpoint: Checkpoint, read: number, row: PipelineRow = this.row, lane: Lane = this.fore, previous?: Promise<unknown>): Promise<BatchOutcome> {
     const counts = countResults(read, batch.results);
+    const order = this.writerOrder(batch, previous);
+    // Sent ahead only behind a batch on the same chain; anything else waits for the one before.
+    const ahead = order !== undefined && order.seq > 0;
+    if (previous && !ahead) await previous;
     await this.retrying(
       'storage',
-      () => commitBatch(this.deps.ctx, { pipeline: row, runId: this.spec.runId(), fence: this.spec.fence, batch, checkpoint, counts }),
+      () => commitBatch(this.deps.ctx, { pipeline: row, runId: this.spec.runId(), fence: this.spec.fence, batch, checkpoint, counts, order }),
       lane,
     );
+    if (previous) await previous;
     this.checkpoint = checkpoint;
     await this.progressed(lane);
     return { counts, checkpoint };
+  }
+
+  /**
+   * The place of a batch's commit on this flow's writer-thread chain; undefined when it commits
+   * on the engine's connection. Decided when the commit is asked for, in batch order: a batch
+   * after one that did not go to the thread starts a new chain, once that one is done.
+   */
+  private writerOrder(batch: PreparedBatch, previous: Promise<unknown> | undefined): WriterOrder | undefined {
+    const writer = this.deps.ctx.storage.writer;
+    const onThread = writer !== undefined && batch.logStep !== undefined;
+    const follows = onThread && previous !== undefined && this.commitChain.onThread;
+    this.commitChain.onThread = onThread;
+    if (!onThread) return undefined;
+    if (follows) {
+      // Refused by the thread until the one before committed; fails (and is never run) if that one fails.
+      const after = previous!.then(
+        () => undefined,
+        () => {
+          throw new Stop('the commit before failed');
+        },
+      );
+      after.catch(() => undefined);
+      return { chain: this.commitChain.id, seq: this.commitChain.next++, after };
+    }
+    writer.endChain(this.commitChain.id);
+    this.commitChain.id = newChainId(this.spec.pipelineId);
+    this.commitChain.next = 1;
+    return { chain: this.commitChain.id, seq: 0, after: Promise.resolve() };
   }
 
   private toItems(records: readonly SourceRecord[]): WorkItem[] {
@@ -605,6 +651,11 @@ export class PipelineFlow {
 /** One line of work's failures in a row. */
 interface Lane {
   failures: number;
+}
+
+/** A chain id no other flow has. */
+function newChainId(pipelineId: string): string {
+  return `${pipelineId}:${randomUUID()}`;
 }
 
 function storageFlowError(error: unknown): FlowError {

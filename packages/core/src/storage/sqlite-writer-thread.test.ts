@@ -98,4 +98,29 @@ describe('SqliteWriterThread', () => {
       ['evt_5', 'delivered', 1, { n: 5 }, T0],
     ]);
   });
+
+  it('runs a chain in order: one sent ahead of a failed one waits for it to commit, or fails with it', async () => {
+    const storage = await fileStorage();
+    const writer = storage.writer!;
+    await writer.transaction([workspaces(['ws_taken'])]);
+    let release!: () => void;
+    const zeroDone = new Promise<void>((resolve) => (release = resolve));
+    // 0 fails (a taken id); 1, sent before 0 is tried again, is refused until 0 committed.
+    const zero = writer.transaction([workspaces(['ws_0', 'ws_taken'])], { chain: 'c', seq: 0, after: Promise.resolve() });
+    zero.catch(() => undefined);
+    const one = writer.transaction([workspaces(['ws_1'])], { chain: 'c', seq: 1, after: zeroDone });
+    await expect(zero).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
+    await writer.transaction([workspaces(['ws_0'])], { chain: 'c', seq: 0, after: Promise.resolve() });
+    expect(await ids(storage)).toEqual(['ws_0', 'ws_taken']);
+    release();
+    await one;
+    expect(await ids(storage)).toEqual(['ws_0', 'ws_1', 'ws_taken']);
+
+    // A transaction behind one that failed for good fails with it, and commits nothing.
+    const failed = writer.transaction([workspaces(['ws_taken'])], { chain: 'd', seq: 0, after: Promise.resolve() });
+    failed.catch(() => undefined);
+    const behind = writer.transaction([workspaces(['ws_never'])], { chain: 'd', seq: 1, after: failed });
+    await expect(behind).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
+    expect(await ids(storage)).toEqual(['ws_0', 'ws_1', 'ws_taken']);
+  });
 });

@@ -33,6 +33,21 @@ export function singleStep(sql: string, params: readonly SqlValue[], options: { 
   return { sql, rows: 1, shared: params, varying: [], values: [], ...options };
 }
 
+/**
+ * Transactions that must commit in order, none after one that did not: a pipeline's batches.
+ * Each is sent as soon as it is ready, before the one before it has committed, so the thread
+ * goes from one to the next without waiting for the engine to hear of the first (on a busy
+ * event loop, a few ms per batch of the thread's time). The thread runs transaction `seq` of
+ * `chain` only right after `seq - 1` committed; otherwise it refuses it, and the sender waits
+ * for `after` (the previous one's outcome as the sender knows it) and sends it again, or fails
+ * with `after`'s error.
+ */
+export interface WriterOrder {
+  chain: string;
+  seq: number;
+  after: Promise<unknown>;
+}
+
 /** What a writer transaction did: rows changed per step, or the step whose fence failed (nothing committed). */
 export type WriterOutcome = { committed: true; changes: number[] } | { committed: false; unchanged: number };
 
@@ -51,12 +66,21 @@ db.pragma('busy_timeout = 0');
 db.pragma('foreign_keys = ON');
 db.pragma('synchronous = NORMAL');
 const statements = new Map();
+// Per chain, the sequence number the next transaction must have: the one after the last that
+// committed, or the one that last failed (so the ones after it wait for it).
+const chains = new Map();
 function prepared(sql) {
   let s = statements.get(sql);
   if (!s) { s = db.prepare(sql); statements.set(sql, s); }
   return s;
 }
 function run(message) {
+  const chain = message.chain;
+  if (chain !== undefined) {
+    const expected = chains.get(chain);
+    if (expected !== undefined && expected !== message.seq) return { id: message.id, outOfOrder: true };
+    chains.set(chain, message.seq);
+  }
   db.exec('BEGIN IMMEDIATE');
   try {
     const changes = [];
@@ -79,6 +103,7 @@ function run(message) {
       changes.push(changed);
     }
     db.exec('COMMIT');
+    if (chain !== undefined) chains.set(chain, message.seq + 1);
     return { id: message.id, changes };
   } catch (error) {
     if (db.inTransaction) db.exec('ROLLBACK');
@@ -86,6 +111,10 @@ function run(message) {
   }
 }
 parentPort.on('message', (message) => {
+  if (message.endChain !== undefined) {
+    chains.delete(message.endChain);
+    return;
+  }
   let answer;
   try {
     answer = run(message);
@@ -96,7 +125,11 @@ parentPort.on('message', (message) => {
 });
 `;
 
-type Answer = { id: number; changes: number[] } | { id: number; unchanged: number } | { id: number; error: { code?: string; message: string } };
+type Answer =
+  | { id: number; changes: number[] }
+  | { id: number; unchanged: number }
+  | { id: number; outOfOrder: true }
+  | { id: number; error: { code?: string; message: string } };
 
 /** An error the writer thread answered with, carrying SQLite's code (`SQLITE_BUSY`, `SQLITE_CONSTRAINT_PRIMARYKEY`...). */
 export class WriterThreadError extends Error {
@@ -135,15 +168,32 @@ export class SqliteWriterThread {
    * another connection holds as the storage's lock wait allows. Rejects with a
    * {@link WriterThreadError} (nothing committed) when a statement fails.
    */
-  async transaction(steps: readonly WriterStep[]): Promise<WriterOutcome> {
+  async transaction(steps: readonly WriterStep[], order?: WriterOrder): Promise<WriterOutcome> {
     if (this.closed) throw new WriterThreadError('The storage is closed.', 'FERRY_CLOSED');
-    const running = retryWhileBusy(this.config.wait, () => this.send(steps));
+    const running = this.run(steps, order);
     this.inflight.add(running);
     try {
-      const answer = await running;
-      return 'changes' in answer ? { committed: true, changes: answer.changes } : { committed: false, unchanged: answer.unchanged };
+      return await running;
     } finally {
       this.inflight.delete(running);
+    }
+  }
+
+  /** Forgets a chain's place (its flow ended): the thread keeps one number per chain until then. */
+  endChain(chain: string): void {
+    this.worker?.postMessage({ endChain: chain });
+  }
+
+  private async run(steps: readonly WriterStep[], order: WriterOrder | undefined): Promise<WriterOutcome> {
+    let waited = false;
+    for (;;) {
+      const answer = await retryWhileBusy(this.config.wait, () => this.send(steps, order));
+      if ('changes' in answer) return { committed: true, changes: answer.changes };
+      if ('unchanged' in answer) return { committed: false, unchanged: answer.unchanged };
+      // The one before it has not committed: once it has, this one goes again (and fails with it if it failed).
+      if (waited) throw new WriterThreadError(`Transaction ${order!.seq} of ${order!.chain} was refused out of order after the one before it committed.`, 'FERRY_OUT_OF_ORDER');
+      await order!.after;
+      waited = true;
     }
   }
 
@@ -156,7 +206,7 @@ export class SqliteWriterThread {
     await worker?.terminate();
   }
 
-  private send(steps: readonly WriterStep[]): Promise<Answer & ({ changes: number[] } | { unchanged: number })> {
+  private send(steps: readonly WriterStep[], order: WriterOrder | undefined): Promise<Exclude<Answer, { error: unknown }>> {
     const worker = this.thread();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -168,7 +218,7 @@ export class SqliteWriterThread {
         reject,
       });
       worker.ref();
-      worker.postMessage({ id, steps });
+      worker.postMessage(order ? { id, steps, chain: order.chain, seq: order.seq } : { id, steps });
     });
   }
 
