@@ -2,17 +2,18 @@ import { parseArgs } from 'node:util';
 import { createEngine, generateSecretKey, isFerryError, openStorage, silentLogger, type ApiKey, type Engine } from '@ferry/core';
 import { resolveSecretKey } from './secret-key-file.js';
 import { startServer, storageOf } from './serve.js';
-import { parseDatabase, parseServeSettings, SettingsError } from './settings.js';
+import { parseDatabase, parseRateLimit, parseServeSettings, SettingsError } from './settings.js';
 import { serverPlugins } from './plugins.js';
 
 const USAGE = `Usage: ferry <command> [options]
 
 Commands:
   serve [--port N] [--host H] [--database URL|FILE] [--outbound-allow LIST] [--log-level L]
+        [--rate-limit N/S|off] [--ingest-rate-limit N/S|off]
                        serve the /v2 API (Fastify) until SIGTERM or SIGINT
   migrate [--database URL|FILE]
                        apply storage migrations and exit
-  keys create [--workspace W] [--scopes a,b] [--name N] [--database ...]
+  keys create [--workspace W] [--scopes a,b] [--name N] [--rate-limit N/S] [--database ...]
                        create an API key; the key alone is the last line of output
   keys list [--workspace W] [--database ...]
                        list keys: id, name, scopes, created, last used (never the secret)
@@ -21,7 +22,7 @@ Commands:
   secret-key           print a new key-encryption key for FERRY_SECRET_KEY
 
 Environment: FERRY_PORT, FERRY_HOST, DATABASE_URL, FERRY_SECRET_KEY, FERRY_BOOTSTRAP_API_KEY,
-FERRY_OUTBOUND_ALLOW, FERRY_LOG_LEVEL (flags win).`;
+FERRY_OUTBOUND_ALLOW, FERRY_LOG_LEVEL, FERRY_RATE_LIMIT, FERRY_INGEST_RATE_LIMIT (flags win).`;
 
 /** Where the CLI writes; tests pass their own. */
 export interface CliIo {
@@ -53,20 +54,30 @@ async function keys(args: string[], io: CliIo): Promise<number> {
   const [action, ...rest] = args;
   const { values, positionals } = parseArgs({
     args: rest,
-    options: { workspace: { type: 'string' }, scopes: { type: 'string' }, name: { type: 'string' }, database: { type: 'string' } },
+    options: { workspace: { type: 'string' }, scopes: { type: 'string' }, name: { type: 'string' }, 'rate-limit': { type: 'string' }, database: { type: 'string' } },
     allowPositionals: true,
     strict: true,
   });
   const workspace = values.workspace ?? 'default';
   switch (action) {
-    case 'create':
+    case 'create': {
+      // A key's own limit replaces the server's default for it; `off` is not a key's to take.
+      const limit = values['rate-limit'] === undefined ? undefined : parseRateLimit(values['rate-limit'], '--rate-limit');
+      if (limit === false) throw new SettingsError('--rate-limit of a key must be <requests>/<seconds>; a key cannot turn the limit off.');
       return withEngine(values.database, async (engine) => {
         const scopes = (values.scopes ?? 'write').split(',').map((s) => s.trim()).filter(Boolean);
-        const created = await engine.apiKeys.create({ workspace, scopes, ...(values.name ? { name: values.name } : {}) });
-        io.out(`Created ${created.id} (key id ${created.key_id}) in workspace ${created.workspace_id} with scopes ${created.scopes.join(',')}. Shown once:`);
+        const created = await engine.apiKeys.create({
+          workspace,
+          scopes,
+          ...(values.name ? { name: values.name } : {}),
+          ...(limit ? { rate_limit: { requests: limit.requests, per_seconds: limit.perSeconds } } : {}),
+        });
+        const limited = created.rate_limit ? ` limited to ${created.rate_limit.requests} requests per ${created.rate_limit.per_seconds} s` : '';
+        io.out(`Created ${created.id} (key id ${created.key_id}) in workspace ${created.workspace_id} with scopes ${created.scopes.join(',')}${limited}. Shown once:`);
         io.out(created.key);
         return 0;
       });
+    }
     case 'list':
       return withEngine(values.database, async (engine) => {
         io.out(['id', 'key_id', 'name', 'scopes', 'created_at', 'last_used_at', 'status'].join('\t'));

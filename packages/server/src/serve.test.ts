@@ -80,6 +80,24 @@ describe('ferry serve (in process)', () => {
     expect(text).not.toContain(generated);
   });
 
+  it('applies the rate limit it is given, and a key created with its own limit keeps that one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-server-'));
+    const bootstrap = generateApiKey().token;
+    server = await startServer(parseServeSettings(['--port', '0', '--database', join(dir, 'ferry.db'), '--log-level', 'silent', '--rate-limit', '3/3600'], { FERRY_BOOTSTRAP_API_KEY: bootstrap }));
+    const get = (token: string) => fetch(`${server!.url}/v2/pipelines`, { headers: { authorization: `Bearer ${token}` } });
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await get(bootstrap)).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    const refused = await get(bootstrap);
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(((await refused.json()) as { code: string }).code).toBe('rate_limited');
+    // A key's own limit wins over the server's.
+    const own = await server.engine.apiKeys.create({ workspace: 'default', scopes: ['read'], rate_limit: { requests: 5, per_seconds: 3600 } });
+    const ownStatuses = [];
+    for (let i = 0; i < 6; i++) ownStatuses.push((await get(own.key)).status);
+    expect(ownStatuses).toEqual([200, 200, 200, 200, 200, 429]);
+  });
+
   it('answers 503 on /healthz once the engine stops', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-server-'));
     server = await startServer(parseServeSettings(['--port', '0', '--database', join(dir, 'f.db'), '--log-level', 'silent'], {}));
@@ -124,8 +142,12 @@ describe('the ferry CLI (a real process)', () => {
   it('creates, lists and revokes keys; the created key authenticates until revoked', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
     const env = { DATABASE_URL: join(dir, 'ferry.db') };
-    const created = await cli(['keys', 'create', '--name', 'ci', '--scopes', 'read'], env);
+    const created = await cli(['keys', 'create', '--name', 'ci', '--scopes', 'read', '--rate-limit', '100/60'], env);
     expect(created.status).toBe(0);
+    expect(created.stdout).toContain('limited to 100 requests per 60 s');
+    const refusedLimit = await cli(['keys', 'create', '--rate-limit', 'off'], env);
+    expect(refusedLimit.status).toBe(2);
+    expect(refusedLimit.stderr).toContain('--rate-limit');
     const token = created.stdout.trim().split('\n').at(-1)!;
     expect(token).toMatch(/^fry_[0-9A-Za-z]{8}_[0-9A-Za-z]{38}$/);
     const listed = await cli(['keys', 'list'], env);

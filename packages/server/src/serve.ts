@@ -74,7 +74,12 @@ export async function startServer(settings: ServerSettings, options: StartServer
     metrics.observe(entry);
     logger.info({ request_id: entry.requestId, method: entry.method, route: entry.route, status: entry.status, duration_ms: Math.round(entry.durationMs * 10) / 10, code: entry.code, workspace_id: entry.workspaceId }, 'request');
   };
-  await app.register(ferryPlugin, { engine, onRequest });
+  await app.register(ferryPlugin, {
+    engine,
+    onRequest,
+    ...(settings.rateLimit === undefined ? {} : { rateLimit: settings.rateLimit }),
+    ...(settings.ingestRateLimit === undefined ? {} : { ingestRateLimit: settings.ingestRateLimit }),
+  });
   app.get('/healthz', async (_request, reply) => {
     if (engine.state === 'running' && (await engine.storage.ping())) return reply.code(200).send({ status: 'ok' });
     // The same problem+json as the API's 503s, with a request id for the log.

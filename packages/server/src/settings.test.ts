@@ -22,6 +22,17 @@ describe('server settings', () => {
     expect(flags).toMatchObject({ port: 0, database: { kind: 'sqlite', filename: 'data/x.db' }, outboundAllow: ['127.0.0.1'], logLevel: 'warn' });
   });
 
+  it('reads the API and ingest rate limits, from the environment or flags, or turns them off', () => {
+    expect(parseServeSettings([], {})).not.toHaveProperty('rateLimit');
+    const env = { FERRY_RATE_LIMIT: '1200/60', FERRY_INGEST_RATE_LIMIT: 'off' };
+    expect(parseServeSettings([], env)).toMatchObject({ rateLimit: { requests: 1200, perSeconds: 60 }, ingestRateLimit: false });
+    expect(parseServeSettings(['--rate-limit', 'OFF', '--ingest-rate-limit', '50000/1'], env)).toMatchObject({ rateLimit: false, ingestRateLimit: { requests: 50_000, perSeconds: 1 } });
+    for (const bad of ['600', '0/60', '600/0', '10/90000', 'many/60', '-1/60']) {
+      expect(() => parseServeSettings([`--rate-limit=${bad}`], {})).toThrow(/--rate-limit must be <requests>\/<seconds>/);
+    }
+    expect(() => parseServeSettings([], { FERRY_INGEST_RATE_LIMIT: 'lots' })).toThrow(/FERRY_INGEST_RATE_LIMIT must be/);
+  });
+
   it('refuses what it cannot use, clearly', () => {
     expect(() => parseServeSettings(['--port', '70000'], {})).toThrow(SettingsError);
     expect(() => parseServeSettings([], { FERRY_PORT: 'eighty' })).toThrow(/port/);

@@ -15,6 +15,16 @@ export interface ServerSettings {
   /** Hosts or CIDRs reachable over plain http and despite being private or loopback. */
   outboundAllow: string[];
   logLevel: string;
+  /** Requests per API key (or per client address before authentication) in a window; `false` turns it off; undefined keeps the API's default (600 per 60 s). A key's own limit wins. */
+  rateLimit?: RateLimit | false;
+  /** Requests per webhook source connector on its ingest endpoint; `false` turns it off; undefined keeps the default (6000 per 60 s). */
+  ingestRateLimit?: RateLimit | false;
+}
+
+/** A rate limit: `requests` per `perSeconds`. */
+export interface RateLimit {
+  requests: number;
+  perSeconds: number;
 }
 
 /** A setting that cannot be used; the CLI prints the message and exits with status 2. */
@@ -35,6 +45,22 @@ export function parseDatabase(value: string | undefined): DatabaseSetting {
   return { kind: 'sqlite', filename: text.replace(/^sqlite:/i, '') };
 }
 
+/**
+ * Reads a rate limit spelled `<requests>/<seconds>` (`600/60`), or `off`; `name` is the setting
+ * named in the error.
+ */
+export function parseRateLimit(value: string, name: string): RateLimit | false {
+  const text = value.trim().toLowerCase();
+  if (text === 'off') return false;
+  const match = /^(\d{1,9})\/(\d{1,7})$/.exec(text);
+  const requests = Number(match?.[1]);
+  const perSeconds = Number(match?.[2]);
+  if (!match || requests < 1 || perSeconds < 1 || perSeconds > 86_400) {
+    throw new SettingsError(`${name} must be <requests>/<seconds> (such as 600/60, seconds 1 to 86400) or off, not ${JSON.stringify(value.slice(0, 40))}.`);
+  }
+  return { requests, perSeconds };
+}
+
 /** The settings of `ferry serve`: flags win over environment variables, which win over defaults. */
 export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessEnv): ServerSettings {
   const { values } = parseArgs({
@@ -45,6 +71,8 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
       database: { type: 'string' },
       'outbound-allow': { type: 'string' },
       'log-level': { type: 'string' },
+      'rate-limit': { type: 'string' },
+      'ingest-rate-limit': { type: 'string' },
     },
     strict: true,
     allowPositionals: false,
@@ -53,6 +81,8 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
   if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) throw new SettingsError(`The port must be 0 to 65535, not ${JSON.stringify(portText)}.`);
   const logLevel = (values['log-level'] ?? env.FERRY_LOG_LEVEL ?? 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel)) throw new SettingsError(`The log level must be one of ${LOG_LEVELS.join(', ')}.`);
+  const rateLimit = nonEmpty(values['rate-limit'] ?? env.FERRY_RATE_LIMIT);
+  const ingestRateLimit = nonEmpty(values['ingest-rate-limit'] ?? env.FERRY_INGEST_RATE_LIMIT);
   return {
     port: Number(portText),
     host: values.host ?? env.FERRY_HOST ?? '127.0.0.1',
@@ -64,6 +94,8 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
       .map((s) => s.trim())
       .filter((s) => s.length > 0),
     logLevel,
+    ...(rateLimit === undefined ? {} : { rateLimit: parseRateLimit(rateLimit, values['rate-limit'] !== undefined ? '--rate-limit' : 'FERRY_RATE_LIMIT') }),
+    ...(ingestRateLimit === undefined ? {} : { ingestRateLimit: parseRateLimit(ingestRateLimit, values['ingest-rate-limit'] !== undefined ? '--ingest-rate-limit' : 'FERRY_INGEST_RATE_LIMIT') }),
   };
 }
 
