@@ -33,7 +33,14 @@ export async function until(check: () => boolean | Promise<boolean>, what: strin
 
 /** A started engine on a new SQLite file in `dir`, with the memory connector of `hub` and `plugins`. */
 export async function startEngine(hub: MemoryHub, dir: string, plugins: readonly FerryPlugin[]): Promise<Engine> {
-  const engine = await createEngine({ storage: sqlite({ filename: join(dir, `ferry-${Math.random().toString(36).slice(2)}.db`) }), secretKey: generateSecretKey(), plugins: [memoryConnector(hub), ...plugins], webhookDelivery: false });
+  const engine = await createEngine({
+    storage: sqlite({ filename: join(dir, `ferry-${Math.random().toString(36).slice(2)}.db`) }),
+    secretKey: generateSecretKey(),
+    plugins: [memoryConnector(hub), ...plugins],
+    webhookDelivery: false,
+    // The test servers listen on 127.0.0.1 over plain http, which the outbound policy refuses unless allowed.
+    outboundAllow: ['127.0.0.1', 'localhost'],
+  });
   await engine.start();
   return engine;
 }

@@ -124,7 +124,7 @@ async function bareCopy(dataUrl: string, admin: pg.Pool): Promise<number> {
 /** One engine case: a streaming pipeline source_rows -> landed, timed until every row is there. */
 async function engineCase(name: string, storage: StorageConfig, dataUrl: string, admin: pg.Pool, baseline: number): Promise<void> {
   await emptyLanded(admin);
-  const engine = await createEngine({ storage, secretKey: generateSecretKey(), plugins: [postgres()], webhookDelivery: false });
+  const engine = await createEngine({ storage, secretKey: generateSecretKey(), plugins: [postgres()], webhookDelivery: false, outboundAllow: ['127.0.0.1', 'localhost'] });
   await engine.start();
   try {
     const source = await engine.connectors.create(WS, {
