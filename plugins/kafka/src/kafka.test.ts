@@ -148,6 +148,25 @@ describe('kafka source', () => {
     expect(await committed()).toBe('5');
   });
 
+  it('hands the next slice over while the last one commits, two at most, and moves the group offset slice after slice', async () => {
+    const topic = await freshTopic(cluster);
+    const groupId = `ahead-${groups++}`;
+    await cluster.producer.send({ topic, messages: Array.from({ length: 20 }, (_, i) => ({ partition: 0, value: JSON.stringify({ n: i }) })) });
+    let outstanding = 0;
+    let most = 0;
+    const { batches, records } = await consume({ brokers: cluster.brokers, topics: [topic], from_beginning: true, group_id: groupId, batch_size: 5 }, null, 20, async () => {
+      most = Math.max(most, ++outstanding);
+      // The engine commits: the source hands the next slice over meanwhile.
+      await new Promise((resolve) => setImmediate(resolve));
+      outstanding--;
+    });
+    expect(most).toBe(2);
+    expect(records.map((r) => (r.payload as { n: number }).n)).toEqual([...Array(20).keys()]);
+    expect(batches.map((b) => (b.checkpoint as KafkaPosition)[topic]!['0'])).toEqual(['5', '10', '15', '20']);
+    const offset = (await cluster.admin.fetchOffsets({ groupId, topics: [topic] }))[0]!.partitions.find((p) => p.partition === 0)!.offset;
+    expect(offset).toBe('20');
+  });
+
   it('reads from the checkpoint, not the group: behind it, the committed part is skipped; ahead of it, it seeks back', async () => {
     const topic = await freshTopic(cluster);
     const groupId = `seek-${groups++}`;

@@ -22,10 +22,11 @@ export interface ConsumerTimings {
 
 /**
  * The kafka source: a consumer in the group `group_id` (default `ferry-<pipeline id>`) hands
- * each fetched batch over in slices of `batch_size`, one message one event, and waits for the
- * engine to commit a slice's checkpoint before it commits the same offsets to Kafka and takes
- * the next. The checkpoint decides where reading resumes, not the group's offsets: these trail
- * it by at most one slice (a crash between the two commits), and a partition whose fetch starts
+ * each fetched batch over in slices of `batch_size`, one message one event: the next slice while
+ * the engine commits the last one (two at most), and a slice's offsets are committed to Kafka
+ * once the engine committed its checkpoint. The checkpoint decides where reading resumes, not
+ * the group's offsets: these trail it by at most two slices (a crash between the two commits),
+ * and a partition whose fetch starts
  * elsewhere is brought back to it (skipping what was committed, or seeking back to a checkpoint
  * that was moved back), so a crash re-reads and never skips.
  */
@@ -123,26 +124,47 @@ export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, 
           if (skipped.length > 0) resolveOffset(skipped[skipped.length - 1]!.offset);
           messages = messages.slice(skipped.length);
         }
-        for (let at = 0; at < messages.length; at += batchSize) {
-          if (done || !isRunning() || isStale()) return;
-          const slice = messages.slice(at, at + batchSize);
-          const last = slice[slice.length - 1]!.offset;
-          const nextOffset = (BigInt(last) + 1n).toString();
-          const next: KafkaPosition = { ...position, [topic]: { ...position[topic], [String(partition)]: nextOffset } };
+        // A slice is handed over while the one before it commits (the engine writes it
+        // meanwhile), two at most; each one's offsets move once its handler resolved.
+        const handed: { done: Promise<void>; next: KafkaPosition; last: string; nextOffset: string }[] = [];
+        /** Waits for the oldest slice handed over; false (and the consumption ended) when it failed. */
+        const settleOldest = async (): Promise<boolean> => {
+          const oldest = handed.shift()!;
           try {
-            await handler({ records: slice.map((m) => toRecord(topic, partition, m, typeOf)), checkpoint: next });
+            await oldest.done;
           } catch (error) {
             finish(error);
-            return;
+            return false;
           }
-          position = next;
-          resolveOffset(last);
+          position = oldest.next;
+          resolveOffset(oldest.last);
           // The group's offsets follow the committed checkpoint, for the tools that watch a
           // group's lag. Losing this commit loses nothing: a restart reads the checkpoint.
-          await consumer.commitOffsets([{ topic, partition, offset: nextOffset }]).catch((error: unknown) => {
+          await consumer.commitOffsets([{ topic, partition, offset: oldest.nextOffset }]).catch((error: unknown) => {
             logger.debug({ topic, partition, code: classifyError(error, 'source').code }, 'kafka: committing the group offset failed; the checkpoint holds');
           });
           if (!done) await heartbeat().catch(() => undefined);
+          return true;
+        };
+        let ahead = position;
+        try {
+          for (let at = 0; at < messages.length; at += batchSize) {
+            if (done || !isRunning() || isStale()) return;
+            const slice = messages.slice(at, at + batchSize);
+            const last = slice[slice.length - 1]!.offset;
+            const nextOffset = (BigInt(last) + 1n).toString();
+            const next: KafkaPosition = { ...ahead, [topic]: { ...ahead[topic], [String(partition)]: nextOffset } };
+            ahead = next;
+            const call = handler({ records: slice.map((m) => toRecord(topic, partition, m, typeOf)), checkpoint: next });
+            // Awaited by settleOldest; never left unhandled meanwhile.
+            call.catch(() => undefined);
+            handed.push({ done: call, next, last, nextOffset });
+            while (handed.length >= 2) if (!(await settleOldest())) return;
+          }
+        } finally {
+          // Whatever was handed over settles before the next fetch (or the end): the position
+          // of every later checkpoint starts from what committed.
+          while (handed.length > 0) if (!(await settleOldest())) await Promise.allSettled(handed.splice(0).map((h) => h.done));
         }
       }
     },
