@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import * as initial from './0001-initial.js';
 import * as openStatusIndex from './0002-events-open-status-index.js';
 import * as deliveriesDueIndex from './0003-deliveries-due-index.js';
+import * as eventsListingIndexes from './0004-events-listing-indexes.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -12,6 +13,7 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Migration]> = [
   ['0001-initial', initial],
   ['0002-events-open-status-index', openStatusIndex],
   ['0003-deliveries-due-index', deliveriesDueIndex],
+  ['0004-events-listing-indexes', eventsListingIndexes],
 ];
 
 /**
