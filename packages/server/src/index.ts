@@ -7,7 +7,7 @@
  */
 export { startServer, storageOf, type RunningServer, type StartServerOptions } from './serve.js';
 export { runCli, type CliIo } from './cli.js';
-export { parseServeSettings, parseDatabase, SettingsError, type ServerSettings, type DatabaseSetting } from './settings.js';
+export { parseServeSettings, parseDatabase, SettingsError, type ServerSettings, type ServerRole, type DatabaseSetting } from './settings.js';
 export { resolveSecretKey, secretKeyPath } from './secret-key-file.js';
 export { createMetrics, type ServerMetrics } from './metrics.js';
 export { createLogger, REDACTED_PATHS } from './logger.js';

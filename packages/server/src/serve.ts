@@ -40,16 +40,19 @@ export async function startServer(settings: ServerSettings, options: StartServer
   const logger = createLogger(settings.logLevel, options.logDestination);
   const { key: secretKey, source } = resolveSecretKey(settings.database, settings.secretKey);
   if (source === 'generated') logger.warn({ file: `${settings.database.kind === 'sqlite' ? settings.database.filename : ''}.key` }, 'generated a secret key beside the database; back it up with the database');
+  const serves = settings.role !== 'worker';
   const engine = await createEngine({
     storage: storageOf(settings.database),
     plugins: serverPlugins(settings),
     ...(secretKey === undefined ? {} : { secretKey }),
     logger,
     outboundAllow: settings.outboundAllow,
+    // An API process leaves pipelines, schedules, replays and deliveries to the workers.
+    ...(settings.role === 'api' ? { runtime: false as const, webhookDelivery: false as const } : {}),
   });
   await engine.start();
   try {
-    if (settings.bootstrapApiKey !== undefined) {
+    if (serves && settings.bootstrapApiKey !== undefined) {
       const key = await engine.apiKeys.ensure(settings.bootstrapApiKey, { workspace: 'default', scopes: ['write'] });
       logger.info({ key_id: key.key_id, workspace: key.workspace_id }, 'bootstrap API key ready');
     }
@@ -74,12 +77,15 @@ export async function startServer(settings: ServerSettings, options: StartServer
     metrics.observe(entry);
     logger.info({ request_id: entry.requestId, method: entry.method, route: entry.route, status: entry.status, duration_ms: Math.round(entry.durationMs * 10) / 10, code: entry.code, workspace_id: entry.workspaceId }, 'request');
   };
-  await app.register(ferryPlugin, {
-    engine,
-    onRequest,
-    ...(settings.rateLimit === undefined ? {} : { rateLimit: settings.rateLimit }),
-    ...(settings.ingestRateLimit === undefined ? {} : { ingestRateLimit: settings.ingestRateLimit }),
-  });
+  // A worker answers /healthz and /metrics only: its port is for the orchestrator and the scraper.
+  if (serves) {
+    await app.register(ferryPlugin, {
+      engine,
+      onRequest,
+      ...(settings.rateLimit === undefined ? {} : { rateLimit: settings.rateLimit }),
+      ...(settings.ingestRateLimit === undefined ? {} : { ingestRateLimit: settings.ingestRateLimit }),
+    });
+  }
   app.get('/healthz', async (_request, reply) => {
     if (engine.state === 'running' && (await engine.storage.ping())) return reply.code(200).send({ status: 'ok' });
     // The same problem+json as the API's 503s, with a request id for the log.
@@ -98,7 +104,7 @@ export async function startServer(settings: ServerSettings, options: StartServer
     throw error;
   }
   const port = (app.server.address() as { port: number }).port;
-  logger.info({ url: address, storage: engine.storage.description }, `ferry listening on ${address}`);
+  logger.info({ url: address, storage: engine.storage.description, role: settings.role }, `ferry listening on ${address}`);
 
   let closing: Promise<void> | undefined;
   return {

@@ -4,6 +4,7 @@ import { parseDatabase, parseServeSettings, SettingsError } from './settings.js'
 describe('server settings', () => {
   it('defaults as contract section 12 says', () => {
     expect(parseServeSettings([], {})).toEqual({
+      role: 'all',
       port: 8080,
       host: '127.0.0.1',
       database: { kind: 'sqlite', filename: './ferry.db' },
@@ -31,6 +32,12 @@ describe('server settings', () => {
       expect(() => parseServeSettings([`--rate-limit=${bad}`], {})).toThrow(/--rate-limit must be <requests>\/<seconds>/);
     }
     expect(() => parseServeSettings([], { FERRY_INGEST_RATE_LIMIT: 'lots' })).toThrow(/FERRY_INGEST_RATE_LIMIT must be/);
+  });
+
+  it('reads the role: all by default, api or worker from FERRY_ROLE or --role', () => {
+    expect(parseServeSettings([], { FERRY_ROLE: 'API' }).role).toBe('api');
+    expect(parseServeSettings(['--role', 'worker'], { FERRY_ROLE: 'api' }).role).toBe('worker');
+    expect(() => parseServeSettings(['--role', 'scheduler'], {})).toThrow(/role must be one of all, api, worker/);
   });
 
   it('refuses what it cannot use, clearly', () => {

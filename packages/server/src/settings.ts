@@ -3,8 +3,20 @@ import { parseArgs } from 'node:util';
 /** Where the server keeps its state. */
 export type DatabaseSetting = { kind: 'sqlite'; filename: string } | { kind: 'postgres'; connectionString: string };
 
+/**
+ * What a `ferry serve` process does. `all`: the API and the work (pipelines, schedules, replays,
+ * webhook deliveries). `api`: the API only; `worker`: the work only, with `/healthz` and
+ * `/metrics` on its port. Several processes on one Postgres (or one SQLite file) split the load:
+ * API processes scale with requests, workers with pipelines, and neither starves the other.
+ */
+export type ServerRole = 'all' | 'api' | 'worker';
+
+const ROLES: readonly ServerRole[] = ['all', 'api', 'worker'];
+
 /** Everything `ferry serve` (and the other commands' storage) is configured by (contract section 12). */
 export interface ServerSettings {
+  /** What this process does (default `all`). */
+  role: ServerRole;
   port: number;
   host: string;
   database: DatabaseSetting;
@@ -73,6 +85,7 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
       'log-level': { type: 'string' },
       'rate-limit': { type: 'string' },
       'ingest-rate-limit': { type: 'string' },
+      role: { type: 'string' },
     },
     strict: true,
     allowPositionals: false,
@@ -81,9 +94,12 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
   if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) throw new SettingsError(`The port must be 0 to 65535, not ${JSON.stringify(portText)}.`);
   const logLevel = (values['log-level'] ?? env.FERRY_LOG_LEVEL ?? 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel)) throw new SettingsError(`The log level must be one of ${LOG_LEVELS.join(', ')}.`);
+  const role = (values.role ?? nonEmpty(env.FERRY_ROLE) ?? 'all').toLowerCase();
+  if (!(ROLES as readonly string[]).includes(role)) throw new SettingsError(`The role must be one of ${ROLES.join(', ')}, not ${JSON.stringify(role.slice(0, 40))}.`);
   const rateLimit = nonEmpty(values['rate-limit'] ?? env.FERRY_RATE_LIMIT);
   const ingestRateLimit = nonEmpty(values['ingest-rate-limit'] ?? env.FERRY_INGEST_RATE_LIMIT);
   return {
+    role: role as ServerRole,
     port: Number(portText),
     host: values.host ?? env.FERRY_HOST ?? '127.0.0.1',
     database: parseDatabase(values.database ?? env.DATABASE_URL),
