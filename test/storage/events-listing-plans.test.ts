@@ -7,10 +7,10 @@ import { openStorage, sqlite, type FerryStorage } from '@ferry/core';
  * sort. The time it saves shows at scale (bench/README.md); the plan is what can be checked here.
  */
 let storage: FerryStorage;
-const queries: { sql: string; bindings: unknown[] }[] = [];
+const queries: { sql: string; bindings: readonly (string | number)[] }[] = [];
 beforeAll(async () => {
   storage = await openStorage(sqlite({ filename: ':memory:' }));
-  storage.knex.on('query', (q: { sql: string; bindings?: unknown[] }) => queries.push({ sql: q.sql, bindings: q.bindings ?? [] }));
+  storage.knex.on('query', (q: { sql: string; bindings?: (string | number)[] }) => queries.push({ sql: q.sql, bindings: q.bindings ?? [] }));
 });
 afterAll(() => storage.close());
 
@@ -32,7 +32,7 @@ it.each(FILTERS.map((f) => [JSON.stringify(f), f] as const))('the listing with %
     await storage.repos.events.list('default', 'pip_1', filters, after, 100);
     const listing = queries.find((q) => /from [`"]events[`"]/i.test(q.sql));
     expect(listing).toBeDefined();
-    const plan = (await storage.knex.raw(`EXPLAIN QUERY PLAN ${listing!.sql}`, listing!.bindings)) as { detail: string }[];
+    const plan = (await storage.knex.raw(`EXPLAIN QUERY PLAN ${listing!.sql}`, [...listing!.bindings])) as { detail: string }[];
     const details = plan.map((p) => p.detail).join(' | ');
     expect(details).toMatch(/^SEARCH events USING (COVERING )?INDEX events_pipeline_/);
     expect(details).not.toContain('TEMP B-TREE');
