@@ -49,7 +49,7 @@ it('an API process and a worker process on one database: the API takes the reque
   };
   const source = await call('/v2/connectors', { type: 'webhook', direction: 'source', config: { signing_secret: SECRET } });
   const destination = await call('/v2/connectors', { type: 'webhook', direction: 'destination', config: { url: receiver.url } });
-  await call('/v2/pipelines', { name: 'split', source_connector_id: source.id, destination_connector_id: destination.id, activate: true, flush_interval_ms: 100 });
+  const pipeline = await call('/v2/pipelines', { name: 'split', source_connector_id: source.id, destination_connector_id: destination.id, activate: true, flush_interval_ms: 100 });
 
   const body = JSON.stringify({ type: 'order.created', payload: { order: 42 } });
   const ingested = await fetch(`${api.url}/v2/ingest/${source.id}`, {
@@ -61,4 +61,7 @@ it('an API process and a worker process on one database: the API takes the reque
   // Only the worker runs pipelines: the event reaches the receiver through it.
   await until(() => receiver.received.length > 0);
   expect((JSON.parse(receiver.received[0]!.body) as { events: unknown[] }).events).toMatchObject([{ type: 'order.created', payload: { order: 42 } }]);
+  // The pipeline's lease is the worker's: the API process never took it up.
+  const leases = (await api.engine.storage.knex('leases').where('name', 'like', `%${pipeline.id}%`).select('holder')) as { holder: string }[];
+  expect(leases.map((l) => l.holder)).toEqual([worker.engine.instanceId]);
 });
