@@ -24,6 +24,7 @@ import { WebhooksService } from './services/webhooks-service.js';
 import { WorkspacesService } from './services/workspaces-service.js';
 import { OutboundClient } from './outbound-client.js';
 import { PipelineRuntime } from './runtime/pipeline-runtime.js';
+import { RetentionJob, resolveRetentionOptions, type RetentionOptionsInput } from './runtime/retention.js';
 import { resolveRuntimeOptions, type RuntimeOptionsInput } from './runtime/runtime-options.js';
 import { FerryStorage } from './storage/ferry-storage.js';
 import type { StorageConfig } from './storage/storage-config.js';
@@ -62,6 +63,12 @@ export interface EngineOptions {
    * engine that serves the API but runs no pipeline (another instance on the same Postgres does).
    */
   runtime?: RuntimeOptionsInput | false;
+  /**
+   * How long delivered events, finished runs and deliveries, and fanned-out platform events are
+   * kept (see {@link RetentionOptions}); each kind is kept for ever unless given. The job runs in
+   * engines that run pipelines (not with `runtime: false`).
+   */
+  retention?: RetentionOptionsInput;
   /**
    * Tuning of webhook delivery (retry schedule, timeout, concurrency, leases), or `false` for an
    * engine that sends no deliveries (another instance on the same Postgres does). Default: on,
@@ -116,6 +123,7 @@ export class Engine {
   private readonly container: DependencyContainer;
   private readonly runtime: PipelineRuntime;
   private readonly delivery: WebhookDelivery;
+  private readonly retention: RetentionJob;
 
   /** @internal Use {@link createEngine}. */
   constructor(options: EngineOptions) {
@@ -174,6 +182,7 @@ export class Engine {
     const outbound = new OutboundClient({ allow: context.settings.outboundAllow, clock: this.clock });
     this.delivery = new WebhookDelivery(context, outbound, resolveDeliveryOptions(options.webhookDelivery));
     this.container.resolve(WebhooksService).setDeliveryListener(() => this.delivery.poke());
+    this.retention = new RetentionJob(context, resolveRetentionOptions(options.runtime === false ? undefined : options.retention));
   }
 
   /**
@@ -237,6 +246,7 @@ export class Engine {
     await this.container.resolve(ConnectorsService).recoverRotations();
     await this.runtime.start();
     this.delivery.start();
+    this.retention.start();
     this.logger.info({ storage: this.storage.description, instance_id: this.instanceId }, 'ferry engine started');
   }
 
@@ -252,6 +262,7 @@ export class Engine {
 
   private async shutdown(): Promise<void> {
     this.lifecycle = 'stopping';
+    await this.retention.stop();
     await this.runtime.stop();
     await Promise.allSettled([...this.inFlight]);
     // The sends in flight finish and their outcomes are recorded before storage closes; events

@@ -112,6 +112,7 @@ export type {
 } from './plugin/types.js';
 export { builtinTransforms } from './transforms/index.js';
 export { DEFAULT_RUNTIME_OPTIONS, type RuntimeOptions, type RuntimeOptionsInput } from './runtime/runtime-options.js';
+export { type RetentionOptions, type RetentionOptionsInput } from './runtime/retention.js';
 export { DEFAULT_DELIVERY_OPTIONS, type DeliveryOptions, type DeliveryOptionsInput } from './webhooks/delivery-options.js';
 export { nextAttemptAt, parseRetryAfter } from './webhooks/delivery-schedule.js';
 export { DELIVERY_USER_AGENT, DISABLED_FAILING, DISABLED_GONE } from './webhooks/delivery-worker.js';

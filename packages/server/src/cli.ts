@@ -10,6 +10,7 @@ const USAGE = `Usage: ferry <command> [options]
 Commands:
   serve [--port N] [--host H] [--database URL|FILE] [--outbound-allow LIST] [--log-level L]
         [--rate-limit N/S|off] [--ingest-rate-limit N/S|off] [--role all|api|worker]
+        [--retention-days N]
                        serve the /v2 API (Fastify) until SIGTERM or SIGINT
   migrate [--database URL|FILE]
                        apply storage migrations and exit
@@ -22,8 +23,8 @@ Commands:
   secret-key           print a new key-encryption key for FERRY_SECRET_KEY
 
 Environment: FERRY_PORT, FERRY_HOST, DATABASE_URL, FERRY_SECRET_KEY, FERRY_BOOTSTRAP_API_KEY,
-FERRY_OUTBOUND_ALLOW, FERRY_LOG_LEVEL, FERRY_RATE_LIMIT, FERRY_INGEST_RATE_LIMIT, FERRY_ROLE
-(flags win).`;
+FERRY_OUTBOUND_ALLOW, FERRY_LOG_LEVEL, FERRY_RATE_LIMIT, FERRY_INGEST_RATE_LIMIT, FERRY_ROLE,
+FERRY_RETENTION_DAYS (flags win).`;
 
 /** Where the CLI writes; tests pass their own. */
 export interface CliIo {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createEngine, FerryError, postgres, sqlite, type Engine, type StorageConfig } from '@ferry/core';
+import { createEngine, FerryError, postgres, sqlite, type Engine, type RetentionOptionsInput, type StorageConfig } from '@ferry/core';
 import { ferryPlugin, ferryServerOptions } from '@ferry/fastify';
 import { problemResponse, standaloneProblem, type RequestLog } from '@ferry/http';
 import Fastify from 'fastify';
@@ -27,6 +27,12 @@ export interface StartServerOptions {
   logDestination?: DestinationStream;
 }
 
+/** The same retention, `days` long, for every kind the engine deletes. */
+function retentionOf(days: number): RetentionOptionsInput {
+  const ms = days * 86_400_000;
+  return { eventsMs: ms, runsMs: ms, deliveriesMs: ms, platformEventsMs: ms };
+}
+
 /** The storage a database setting names. */
 export function storageOf(database: DatabaseSetting): StorageConfig {
   return database.kind === 'postgres' ? postgres({ connectionString: database.connectionString }) : sqlite({ filename: database.filename });
@@ -47,6 +53,7 @@ export async function startServer(settings: ServerSettings, options: StartServer
     ...(secretKey === undefined ? {} : { secretKey }),
     logger,
     outboundAllow: settings.outboundAllow,
+    ...(settings.retentionDays === undefined ? {} : { retention: retentionOf(settings.retentionDays) }),
     // An API process leaves pipelines, schedules, replays and deliveries to the workers.
     ...(settings.role === 'api' ? { runtime: false as const, webhookDelivery: false as const } : {}),
   });

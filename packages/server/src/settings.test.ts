@@ -40,6 +40,13 @@ describe('server settings', () => {
     expect(() => parseServeSettings(['--role', 'scheduler'], {})).toThrow(/role must be one of all, api, worker/);
   });
 
+  it('reads the retention in days, and refuses one that is not a whole number of days', () => {
+    expect(parseServeSettings([], {})).not.toHaveProperty('retentionDays');
+    expect(parseServeSettings([], { FERRY_RETENTION_DAYS: '30' }).retentionDays).toBe(30);
+    expect(parseServeSettings(['--retention-days', '7'], { FERRY_RETENTION_DAYS: '30' }).retentionDays).toBe(7);
+    for (const bad of ['0', '1.5', 'forever', '100000']) expect(() => parseServeSettings([], { FERRY_RETENTION_DAYS: bad })).toThrow(/retention must be a number of days/);
+  });
+
   it('refuses what it cannot use, clearly', () => {
     expect(() => parseServeSettings(['--port', '70000'], {})).toThrow(SettingsError);
     expect(() => parseServeSettings([], { FERRY_PORT: 'eighty' })).toThrow(/port/);

@@ -29,6 +29,8 @@ export interface ServerSettings {
   logLevel: string;
   /** Requests per API key (or per client address before authentication) in a window; `false` turns it off; undefined keeps the API's default (600 per 60 s). A key's own limit wins. */
   rateLimit?: RateLimit | false;
+  /** Days after which delivered events, finished runs and deliveries, and fanned-out platform events are deleted; undefined keeps them. */
+  retentionDays?: number;
   /** Requests per webhook source connector on its ingest endpoint; `false` turns it off; undefined keeps the default (6000 per 60 s). */
   ingestRateLimit?: RateLimit | false;
 }
@@ -86,6 +88,7 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
       'rate-limit': { type: 'string' },
       'ingest-rate-limit': { type: 'string' },
       role: { type: 'string' },
+      'retention-days': { type: 'string' },
     },
     strict: true,
     allowPositionals: false,
@@ -96,6 +99,10 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
   if (!LOG_LEVELS.includes(logLevel)) throw new SettingsError(`The log level must be one of ${LOG_LEVELS.join(', ')}.`);
   const role = (values.role ?? nonEmpty(env.FERRY_ROLE) ?? 'all').toLowerCase();
   if (!(ROLES as readonly string[]).includes(role)) throw new SettingsError(`The role must be one of ${ROLES.join(', ')}, not ${JSON.stringify(role.slice(0, 40))}.`);
+  const retention = nonEmpty(values['retention-days'] ?? env.FERRY_RETENTION_DAYS);
+  if (retention !== undefined && !(/^\d{1,5}$/.test(retention) && Number(retention) >= 1)) {
+    throw new SettingsError(`The retention must be a number of days from 1 to 99999, not ${JSON.stringify(retention.slice(0, 40))}.`);
+  }
   const rateLimit = nonEmpty(values['rate-limit'] ?? env.FERRY_RATE_LIMIT);
   const ingestRateLimit = nonEmpty(values['ingest-rate-limit'] ?? env.FERRY_INGEST_RATE_LIMIT);
   return {
@@ -110,6 +117,7 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
       .map((s) => s.trim())
       .filter((s) => s.length > 0),
     logLevel,
+    ...(retention === undefined ? {} : { retentionDays: Number(retention) }),
     ...(rateLimit === undefined ? {} : { rateLimit: parseRateLimit(rateLimit, values['rate-limit'] !== undefined ? '--rate-limit' : 'FERRY_RATE_LIMIT') }),
     ...(ingestRateLimit === undefined ? {} : { ingestRateLimit: parseRateLimit(ingestRateLimit, values['ingest-rate-limit'] !== undefined ? '--ingest-rate-limit' : 'FERRY_INGEST_RATE_LIMIT') }),
   };

@@ -398,6 +398,44 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       expect((await storage.repos.outbox.listForWorkspace('ws_b')).length).toBe(0);
     });
 
+    it('retention deletes: only what is settled and older than the cutoff, a chunk at a time', async () => {
+      await seedConnectorsAndPipeline();
+      // Events: delivered and filtered ones older than the cutoff go; a dead-lettered or replaying
+      // one stays, and so does one that happened long ago but was logged after the cutoff.
+      await storage.repos.events.upsertMany([
+        eventRow(1), eventRow(2, { status: 'filtered' }), eventRow(3, { status: 'dead_lettered' }), eventRow(4, { status: 'replaying' }),
+        eventRow(5, { created_at: at(10_000) }), eventRow(6, { occurred_at: at(20_000) }), eventRow(7, { pipeline_id: 'pip_2' }),
+      ]);
+      expect(await storage.repos.events.deleteSettledBefore('pip_1', at(5_000), 1)).toBe(1);
+      expect(await storage.repos.events.deleteSettledBefore('pip_1', at(5_000), 100)).toBe(1);
+      expect(await storage.repos.events.deleteSettledBefore('pip_1', at(5_000), 100)).toBe(0);
+      const left = async (pipelineId: string) => (await storage.repos.events.list('ws_a', pipelineId, {}, undefined, 100)).rows.map((r) => r.id).sort();
+      expect(await left('pip_1')).toEqual(['evt_000003', 'evt_000004', 'evt_000005', 'evt_000006']);
+      expect(await left('pip_2')).toEqual(['evt_000007']);
+
+      // Runs: finished ones made before the cutoff id go; queued and running ones stay.
+      const run = (id: string, status: 'queued' | 'running' | 'succeeded' | 'failed') => ({ id, workspace_id: 'ws_a', pipeline_id: 'pip_1', trigger: 'manual' as const, scheduled_for: null, status, created_at: at(0) });
+      for (const [id, status] of [['run_01A', 'succeeded'], ['run_01B', 'failed'], ['run_01C', 'running'], ['run_01D', 'queued'], ['run_09Z', 'succeeded']] as const) await storage.repos.runs.insert(run(id, status));
+      expect(await storage.repos.runs.deleteFinishedBefore('run_05', 100)).toBe(2);
+      expect((await storage.repos.runs.list('ws_a', 'pip_1', undefined, 100)).rows.map((r) => r.id)).toEqual(['run_01C', 'run_01D', 'run_09Z']);
+
+      // Deliveries: delivered and failed ones (with their attempts) go; pending and retrying stay.
+      await storage.repos.deliveries.insertMany([deliveryRow(1, { status: 'delivered' }), deliveryRow(2, { status: 'failed' }), deliveryRow(3), deliveryRow(4, { status: 'retrying' }), deliveryRow(9, { id: 'dlv_9999', status: 'delivered' })]);
+      await storage.repos.deliveries.insertAttempt({ id: 'att_1', delivery_id: 'dlv_0001', workspace_id: 'ws_a', attempted_at: at(1), response_status: 204, duration_ms: 3, response_body: null, error: null });
+      await storage.repos.deliveries.insertAttempt({ id: 'att_3', delivery_id: 'dlv_0003', workspace_id: 'ws_a', attempted_at: at(1), response_status: 500, duration_ms: 3, response_body: null, error: null });
+      expect(await storage.transaction((trx) => trx.deliveries.deleteFinishedBefore('dlv_5', 100))).toBe(2);
+      expect((await storage.repos.deliveries.list('ws_a', 'whk_1', {}, undefined, 100)).rows.map((r) => r.id)).toEqual(['dlv_0003', 'dlv_0004', 'dlv_9999']);
+      expect(await storage.repos.deliveries.attempts('dlv_0001')).toEqual([]);
+      expect((await storage.repos.deliveries.attempts('dlv_0003')).map((a) => a.id)).toEqual(['att_3']);
+
+      // Platform events: fanned out before the cutoff go; pending ones stay.
+      for (let i = 1; i <= 3; i++) await storage.repos.outbox.append({ id: `evt_r${i}`, workspace_id: 'ws_a', type: 'pipeline.created', data: {}, occurred_at: at(i) });
+      await storage.repos.outbox.markFannedOut(['evt_r1'], at(1_000));
+      await storage.repos.outbox.markFannedOut(['evt_r2'], at(9_000));
+      expect(await storage.repos.outbox.deleteFannedOutBefore(at(5_000), 100)).toBe(1);
+      expect((await storage.repos.outbox.listForWorkspace('ws_a')).map((e) => e.id)).toEqual(['evt_r2', 'evt_r3']);
+    });
+
     it('stats: figures across workspaces, zero where nothing is', async () => {
       expect(await storage.repos.stats.read()).toEqual({
         pipelinesByState: {},

@@ -159,6 +159,18 @@ export class DeliveriesRepo {
     return ((await query.orderBy('id')) as Record<string, unknown>[]).map(map);
   }
 
+  /**
+   * Deletes up to `limit` finished deliveries (delivered or failed) whose id is below `beforeId`
+   * (ids grow with creation time), oldest first, with their attempts; returns how many. Call it
+   * in a transaction: the attempts and their delivery go together.
+   */
+  async deleteFinishedBefore(beforeId: string, limit: number): Promise<number> {
+    const ids = ((await this.db('deliveries').select('id').where('id', '<', beforeId).whereIn('status', ['delivered', 'failed']).orderBy('id').limit(limit)) as { id: string }[]).map((r) => r.id);
+    if (ids.length === 0) return 0;
+    await this.db('delivery_attempts').whereIn('delivery_id', ids).delete();
+    return affected(await this.db('deliveries').whereIn('id', ids).delete());
+  }
+
   /** Drops the deliveries of a subscription that were not sent yet; returns how many. */
   async deletePending(subscriptionId: string): Promise<number> {
     return affected(await this.db('deliveries').where({ subscription_id: subscriptionId }).whereIn('status', ['pending', 'retrying']).delete());

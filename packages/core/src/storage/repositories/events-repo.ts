@@ -243,6 +243,24 @@ export class EventsRepo {
   }
 
   /**
+   * Deletes up to `limit` of a pipeline's settled events (delivered or filtered) that happened
+   * and were logged before `before` (ISO 8601), oldest first; returns how many. Dead-lettered
+   * and replaying events stay: they are what a replay needs. The pipeline's listing index finds
+   * them, so a pass costs the rows it deletes, not the size of the log.
+   */
+  async deleteSettledBefore(pipelineId: string, before: string, limit: number): Promise<number> {
+    const ids = this.db('events')
+      .select('id')
+      .where({ pipeline_id: pipelineId })
+      .andWhere('occurred_at', '<', before)
+      .andWhere('created_at', '<', before)
+      .whereIn('status', ['delivered', 'filtered'])
+      .orderBy('occurred_at')
+      .limit(limit);
+    return affected(await this.db('events').whereIn('id', ids).delete());
+  }
+
+  /**
    * Marks the dead-lettered events of a pipeline that match as `replaying` and queues their
    * replay, in one pass; returns how many.
    */

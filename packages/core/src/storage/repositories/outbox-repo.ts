@@ -1,4 +1,4 @@
-import { fromJson, INSERT_CHUNK, toInt, toJson, type Db } from '../sql-helpers.js';
+import { affected, fromJson, INSERT_CHUNK, toInt, toJson, type Db } from '../sql-helpers.js';
 import type { Dialect } from '../storage-config.js';
 import type { PlatformEvent, PlatformEventType } from '../../domain.js';
 import type { JsonObject } from '../../plugin/types.js';
@@ -67,6 +67,15 @@ export class OutboxRepo {
   /** Marks events as fanned out to their subscriptions. */
   async markFannedOut(ids: readonly string[], now: string): Promise<void> {
     if (ids.length > 0) await this.db('platform_events').whereIn('id', ids).whereNull('fanned_out_at').update({ fanned_out_at: now });
+  }
+
+  /**
+   * Deletes up to `limit` events fanned out before `before` (ISO 8601), oldest first; returns how
+   * many. Their deliveries keep what was sent (each carries its body).
+   */
+  async deleteFannedOutBefore(before: string, limit: number): Promise<number> {
+    const seqs = this.db('platform_events').select('seq').whereNotNull('fanned_out_at').andWhere('fanned_out_at', '<', before).orderBy('fanned_out_at').limit(limit);
+    return affected(await this.db('platform_events').whereIn('seq', seqs).delete());
   }
 
   /** Every event of a workspace, oldest first (tests and audits). */

@@ -42,6 +42,11 @@ export class PipelinesRepo {
     return row ? map(row) : null;
   }
 
+  /** The ids of every pipeline, deleted ones too (their events stay until retention removes them). */
+  async allIds(): Promise<string[]> {
+    return ((await this.db('pipelines').select('id').orderBy('id')) as { id: string }[]).map((r) => r.id);
+  }
+
   /** A live pipeline by id in any workspace: for the runtime, which works across workspaces. */
   async getAnyWorkspace(id: string): Promise<PipelineRow | null> {
     const row = await this.db('pipelines').where({ id }).whereNull('deleted_at').first();

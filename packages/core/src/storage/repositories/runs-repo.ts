@@ -82,6 +82,15 @@ export class RunsRepo {
     return out;
   }
 
+  /**
+   * Deletes up to `limit` finished runs (succeeded or failed) whose id is below `beforeId` (ids
+   * grow with creation time: a run id made at the cutoff), oldest first; returns how many.
+   */
+  async deleteFinishedBefore(beforeId: string, limit: number): Promise<number> {
+    const ids = this.db('runs').select('id').where('id', '<', beforeId).whereIn('status', ['succeeded', 'failed']).orderBy('id').limit(limit);
+    return affected(await this.db('runs').whereIn('id', ids).delete());
+  }
+
   /** Runs of a pipeline that are queued or running. */
   async inFlight(pipelineId: string): Promise<RunRow[]> {
     return ((await this.db('runs').where({ pipeline_id: pipelineId }).whereIn('status', ['queued', 'running']).orderBy('id')) as Record<string, unknown>[]).map(map);

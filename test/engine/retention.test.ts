@@ -1,0 +1,81 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { createEngine, generateSecretKey, sqlite, type Engine, type RetentionOptionsInput } from '@ferry/core';
+import { eventually, MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+const WS = 'default';
+
+const engines: Engine[] = [];
+afterEach(async () => {
+  await Promise.all(engines.splice(0).map((e) => e.stop()));
+});
+
+async function start(retention: RetentionOptionsInput, runtime: false | undefined = undefined) {
+  const clock = new VirtualClock(undefined, { settleRealMs: 1 });
+  const hub = new MemoryHub({ clock });
+  const engine = await createEngine({
+    storage: sqlite({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-retention-')), 'ferry.db') }),
+    clock,
+    secretKey: generateSecretKey(),
+    plugins: [memoryConnector(hub)],
+    retention,
+    // Few timers per virtual day: the test moves days ahead.
+    runtime: runtime ?? { leaseTtlMs: 3 * HOUR, pollIntervalMs: HOUR },
+    webhookDelivery: { pollIntervalMs: HOUR, leaseTtlMs: 3 * HOUR },
+  });
+  await engine.start();
+  engines.push(engine);
+  return { engine, clock, hub };
+}
+
+async function listAll(engine: Engine, pipelineId: string) {
+  return (await engine.events.list(WS, pipelineId, { limit: 100 })).data;
+}
+
+it('deletes delivered events past their retention on the clock, and keeps the dead-lettered ones a replay needs', async () => {
+  const { engine, clock, hub } = await start({ eventsMs: DAY, runsMs: DAY, platformEventsMs: DAY, intervalMs: HOUR });
+  for (let n = 0; n < 10; n++) hub.stream('in').push({ type: 'order.created', payload: { n } });
+  hub.sink('out').reject((e) => e.payload.n === 7);
+  const source = await engine.connectors.create(WS, { type: 'memory', direction: 'source', config: { name: 'in' } });
+  const destination = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
+  const pipeline = await engine.pipelines.create(WS, { name: 'kept', source_connector_id: source.id, destination_connector_id: destination.id, activate: true, batch_size: 100, flush_interval_ms: HOUR });
+  await eventually(clock, async () => (await listAll(engine, pipeline.id)).length === 10, 1000);
+
+  // Within the retention, a pass deletes nothing.
+  await clock.advance(2 * HOUR);
+  expect(await listAll(engine, pipeline.id)).toHaveLength(10);
+
+  // A day later, the next pass deletes the delivered events; the dead-lettered one stays.
+  await clock.advance(DAY);
+  await eventually(clock, async () => (await listAll(engine, pipeline.id)).length === 1, MINUTE);
+  const [kept] = await listAll(engine, pipeline.id);
+  expect(kept).toMatchObject({ status: 'dead_lettered', payload: { n: 7 } });
+  // The stream's run is still running: it stays. Platform events fanned out a day ago are gone.
+  expect((await engine.pipelines.listRuns(WS, pipeline.id)).data.map((r) => r.status)).toEqual(['running']);
+  expect(await engine.storage.repos.outbox.listForWorkspace(WS)).toEqual([]);
+
+  // What arrives later is kept for its own day.
+  hub.stream('in').push({ type: 'order.created', payload: { n: 10 } });
+  await eventually(clock, async () => (await listAll(engine, pipeline.id)).length === 2, MINUTE);
+});
+
+it('keeps everything by default, and in an engine that runs no pipelines', async () => {
+  for (const [retention, runtime] of [[{}, undefined], [{ eventsMs: DAY, intervalMs: HOUR }, false]] as const) {
+    const { engine, clock } = await start(retention, runtime);
+    await engine.storage.repos.events.upsertMany([
+      { id: 'evt_old', workspace_id: WS, pipeline_id: 'pip_x', type: 't', occurred_at: '2020-01-01T00:00:00.000Z', payload: {}, status: 'delivered', attempts: 1, error: null, dead_lettered_at: null, created_at: '2020-01-01T00:00:00.000Z', updated_at: '2020-01-01T00:00:00.000Z' },
+    ]);
+    await clock.advance(2 * DAY);
+    expect(await engine.storage.repos.events.get(WS, 'evt_old')).not.toBeNull();
+  }
+});
+
+it('refuses a retention that is not a positive number of ms', async () => {
+  await expect(start({ eventsMs: 0 })).rejects.toThrow(/retention.eventsMs/);
+  await expect(start({ intervalMs: 10 })).rejects.toThrow(/retention.intervalMs/);
+});
