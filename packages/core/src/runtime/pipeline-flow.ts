@@ -294,7 +294,6 @@ export class PipelineFlow {
     const row = this.row;
     const prepared = prepareBatch(this.deps.ctx, row, await this.process(batch));
     const previous = this.pending;
-    // Chained: this commit starts only after the previous one succeeded, and not at all if it failed.
     // This commit starts only after the previous one succeeded, and not at all if it failed.
     const commit = this.commit(prepared, batch.checkpoint, batch.records.length, row, this.back, previous);
     // Awaited by the next step or by flush(); until then its failure stops the batch being prepared.
