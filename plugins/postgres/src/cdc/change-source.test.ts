@@ -193,6 +193,27 @@ describe('postgres change capture', () => {
     await waitFor(async () => parseLsnText(await confirmedLsn(`ferry_${id}`)) >= end);
   });
 
+  it('hands the next batch over while the last one commits, two at most, and confirms neither before its handler returns', async () => {
+    await admin.query(`CREATE TABLE cdc_ahead (id int PRIMARY KEY)`);
+    const id = pipeline();
+    const c = consume(open({ tables: ['cdc_ahead'], snapshot: 'never', batch_size: 1 }, id));
+    await waitForSlot(`ferry_${id}`);
+    const before = await confirmedLsn(`ferry_${id}`);
+    let release!: () => void;
+    c.hold(new Promise<void>((resolve) => (release = resolve)));
+    for (let i = 1; i <= 3; i++) await admin.query(`INSERT INTO cdc_ahead VALUES (${i})`);
+    // The first batch is with the "destination"; the second is handed over meanwhile, the third waits.
+    await waitFor(async () => c.batches.length === 2);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(c.batches.length).toBe(2);
+    expect(await confirmedLsn(`ferry_${id}`)).toBe(before);
+    release();
+    await c.until(3);
+    expect(c.records.map((r) => payload(r).record.id)).toEqual([1, 2, 3]);
+    const end = parseLsnText(String((c.checkpoint() as { lsn: string }).lsn));
+    await waitFor(async () => parseLsnText(await confirmedLsn(`ferry_${id}`)) >= end);
+  });
+
   it('replica identity full: updates and deletes carry the old row', async () => {
     await admin.query(`CREATE TABLE cdc_full (id int PRIMARY KEY, v text)`);
     await admin.query(`ALTER TABLE cdc_full REPLICA IDENTITY FULL`);
