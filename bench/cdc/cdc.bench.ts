@@ -12,8 +12,9 @@
  *    counts and times (the engine's cost, not a destination's). Timed from activation until the
  *    destination has every change.
  *  In each case both drain the same backlog: BENCH_CDC_ROWS inserts (default 200,000) committed
- *  in transactions of 1,000 after both slots exist and before either reads; the bare reader is
- *  measured again before each engine case.
+ *  in transactions of 1,000 after every slot exists and before any reads. The machine's speed
+ *  drifts by a third within minutes, so the two are measured in turns, BENCH_CDC_REPEAT times
+ *  each (default 3; a slot and a pipeline for each turn), and the medians are compared.
  *  - `pipeline (...): commit_to_write p50|p99`: a writer commits rows for BENCH_CDC_SECONDS (default
  *    10) at half the pipeline's drain rate (BENCH_CDC_RATE overrides), in a transaction every
  *    10 ms; the destination records, per change, its arrival time minus the transaction's commit
@@ -34,6 +35,7 @@ import { emit } from '../emit.js';
 const ROWS = Number(process.env.BENCH_CDC_ROWS ?? 200_000);
 const SECONDS = Number(process.env.BENCH_CDC_SECONDS ?? 10);
 const BATCH = 1000;
+const REPEAT = Math.max(1, Number(process.env.BENCH_CDC_REPEAT ?? 3));
 const CASES = (process.env.BENCH_CDC_CASES ?? 'sqlite,postgres').split(',').filter(Boolean);
 const WS = 'bench';
 const log = (message: string) => console.error(`cdc bench: ${message}`);
@@ -93,11 +95,15 @@ async function bareReader(url: string, slot: string, publication: string, want: 
   return rate;
 }
 
+function median(values: number[]): number {
+  return percentile([...values].sort((a, b) => a - b), 50);
+}
+
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
 
-/** One engine case: a table, a bare slot and the pipeline's slot, the backlog, the drain, the steady load. */
+/** One engine case: a table, the bare slots and the pipelines' slots, the backlog, the drains in turns, the steady load. */
 async function runCase(label: string, storage: StorageConfig, url: string): Promise<void> {
   counter.count = 0;
   counter.latencies = [];
@@ -106,37 +112,49 @@ async function runCase(label: string, storage: StorageConfig, url: string): Prom
   db.on('error', () => undefined); // an idle client the server ends at shutdown is no failure
   await db.query('CREATE TABLE accounts (id bigint PRIMARY KEY, note text, amount int)');
   await db.query('CREATE PUBLICATION bench_bare FOR TABLE accounts');
-  await db.query(`SELECT pg_create_logical_replication_slot('bench_bare', 'pgoutput')`);
+  for (let turn = 0; turn < REPEAT; turn++) await db.query(`SELECT pg_create_logical_replication_slot('bench_bare_${turn}', 'pgoutput')`);
 
   const engine = await createEngine({ storage, secretKey: generateSecretKey(), plugins: [postgres(), benchSink], outboundAllow: ['127.0.0.1'], webhookDelivery: false });
   await engine.start();
   const source = await engine.connectors.create(WS, { type: 'postgres', direction: 'source', config: { connection_string: url, capture: 'changes', tables: ['accounts'], snapshot: 'never', batch_size: BATCH } });
   const sink = await engine.connectors.create(WS, { type: 'bench_sink', direction: 'destination', config: {} });
-  const pipeline = await engine.pipelines.create(WS, { name: 'cdc', source_connector_id: source.id, destination_connector_id: sink.id, batch_size: BATCH, flush_interval_ms: 50, activate: true });
-  const slot = `ferry_${pipeline.id.toLowerCase()}`;
-  // The pipeline's slot exists once its source started; paused, it keeps the slot and reads nothing.
-  const slotIs = async (active: boolean) => (await db.query('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active = $2', [slot, active])).rows.length > 0;
-  for (let i = 0; i < 1000 && !(await slotIs(true)); i++) await new Promise((r) => setTimeout(r, 20));
-  await engine.pipelines.pause(WS, pipeline.id);
-  for (let i = 0; i < 1000 && !(await slotIs(false)); i++) await new Promise((r) => setTimeout(r, 20));
+  const pipelines: string[] = [];
+  for (let turn = 0; turn < REPEAT; turn++) {
+    const pipeline = await engine.pipelines.create(WS, { name: `cdc ${turn}`, source_connector_id: source.id, destination_connector_id: sink.id, batch_size: BATCH, flush_interval_ms: 50, activate: true });
+    const slot = `ferry_${pipeline.id.toLowerCase()}`;
+    // The pipeline's slot exists once its source started; paused, it keeps the slot and reads nothing.
+    const slotIs = async (active: boolean) => (await db.query('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active = $2', [slot, active])).rows.length > 0;
+    for (let i = 0; i < 1000 && !(await slotIs(true)); i++) await new Promise((r) => setTimeout(r, 20));
+    await engine.pipelines.pause(WS, pipeline.id);
+    for (let i = 0; i < 1000 && !(await slotIs(false)); i++) await new Promise((r) => setTimeout(r, 20));
+    pipelines.push(pipeline.id);
+  }
 
   log(`${label}: committing ${ROWS} inserts in transactions of ${BATCH}`);
   for (let from = 1; from <= ROWS; from += BATCH) {
     await db.query(`INSERT INTO accounts SELECT g, 'note ' || g, g % 1000 FROM generate_series($1::bigint, $2::bigint) g`, [from, Math.min(ROWS, from + BATCH - 1)]);
   }
 
-  const bare = await bareReader(url, 'bench_bare', 'bench_bare', ROWS);
-  emit('cdc', `bare: pgoutput reader (before ${label})`, bare, 'changes/s');
-
-  const cpuBefore = process.cpuUsage();
-  const started = performance.now();
-  await engine.pipelines.activate(WS, pipeline.id);
-  while (counter.count < ROWS) await new Promise((r) => setTimeout(r, 10));
-  const seconds = (performance.now() - started) / 1000;
-  const rate = ROWS / seconds;
-  const cpu = process.cpuUsage(cpuBefore);
-  log(`${label}: drained ${ROWS} changes in ${seconds.toFixed(1)} s; engine CPU ${((cpu.user + cpu.system) / ROWS).toFixed(1)} µs per change`);
-  emit('cdc', `pipeline (${label}): changes/s`, rate, 'changes/s', bare);
+  const bares: number[] = [];
+  const rates: number[] = [];
+  for (let turn = 0; turn < REPEAT; turn++) {
+    bares.push(await bareReader(url, `bench_bare_${turn}`, 'bench_bare', ROWS));
+    counter.count = 0;
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    await engine.pipelines.activate(WS, pipelines[turn]!);
+    while (counter.count < ROWS) await new Promise((r) => setTimeout(r, 10));
+    const seconds = (performance.now() - started) / 1000;
+    rates.push(ROWS / seconds);
+    const cpu = process.cpuUsage(cpuBefore);
+    log(`${label}, turn ${turn + 1}: bare reader ${Math.round(bares[turn]!)}/s; the pipeline drained ${ROWS} changes in ${seconds.toFixed(1)} s (${Math.round(rates[turn]!)}/s), engine CPU ${((cpu.user + cpu.system) / ROWS).toFixed(1)} µs per change`);
+    // The one left active takes the steady load.
+    if (turn < REPEAT - 1) await engine.pipelines.pause(WS, pipelines[turn]!);
+  }
+  const bare = median(bares);
+  const rate = median(rates);
+  emit('cdc', `bare: pgoutput reader (${label}), median of ${REPEAT}`, bare, 'changes/s');
+  emit('cdc', `pipeline (${label}): changes/s, median of ${REPEAT}`, rate, 'changes/s', bare);
 
   // Latency at a steady load: half the drain rate, a transaction every 10 ms.
   const target = Number(process.env.BENCH_CDC_RATE ?? Math.round(rate / 2));
@@ -159,9 +177,9 @@ async function runCase(label: string, storage: StorageConfig, url: string): Prom
   emit('cdc', `pipeline (${label}): commit_to_write p50`, percentile(sorted, 50), 'ms');
   emit('cdc', `pipeline (${label}): commit_to_write p99`, percentile(sorted, 99), 'ms');
 
-  await engine.pipelines.delete(WS, pipeline.id);
+  for (const id of pipelines) await engine.pipelines.delete(WS, id);
   await engine.stop();
-  await db.query(`SELECT pg_drop_replication_slot('bench_bare')`);
+  for (let turn = 0; turn < REPEAT; turn++) await db.query(`SELECT pg_drop_replication_slot('bench_bare_${turn}')`);
   await db.end();
 }
 
