@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openStorage, type FerryStorage } from './ferry-storage.js';
 import { sqlite } from './storage-config.js';
 import { asEventUpsert, eventOutcomesStep } from './repositories/events-repo.js';
-import { singleStep, WriterThreadError, type WriterStep } from './sqlite-writer-thread.js';
+import { singleStep, sqliteLiteral, WriterThreadError, type WriterStep } from './sqlite-writer-thread.js';
 import { isUniqueViolation } from './sql-helpers.js';
 
 const T0 = '2026-01-01T00:00:00.000Z';
@@ -97,6 +97,24 @@ describe('SqliteWriterThread', () => {
       ['evt_4', 'delivered', 2, { n: 4 }, T0],
       ['evt_5', 'delivered', 1, { n: 5 }, T0],
     ]);
+  });
+
+  it('writes the values every row shares as literals, quoted; one that cannot be a literal is bound', async () => {
+    expect(sqliteLiteral("it's")).toBe("'it''s'");
+    expect(sqliteLiteral(null)).toBe('NULL');
+    expect(sqliteLiteral(2)).toBe('2');
+    expect(sqliteLiteral(Number.NaN)).toBeUndefined();
+    expect(sqliteLiteral('a\0b')).toBeUndefined();
+    const storage = await fileStorage();
+    const row = { id: 'evt_q', type: 't', occurred_at: T0, payload: { q: "'; DROP TABLE events; --" }, status: 'delivered' as const, attempts: 1 };
+    const quoted = eventOutcomesStep({ workspace_id: "o'brien", pipeline_id: "pip_'1", now: T0 }, [row]);
+    expect(quoted.sql).toContain("'o''brien'");
+    await storage.writer!.transaction([quoted]);
+    const bound = eventOutcomesStep({ workspace_id: 'w\0x', pipeline_id: 'pip_2', now: T0 }, [{ ...row, id: 'evt_b' }]);
+    expect(bound.sql).not.toContain('pip_2');
+    await storage.writer!.transaction([bound]);
+    expect((await storage.repos.events.list("o'brien", "pip_'1", {}, undefined, 10)).rows.map((e) => e.payload)).toEqual([row.payload]);
+    expect((await storage.repos.events.list('w\0x', 'pip_2', {}, undefined, 10)).rows.map((e) => e.id)).toEqual(['evt_b']);
   });
 
   it('runs a chain in order: one sent ahead of a failed one waits for it to commit, or fails with it', async () => {

@@ -28,6 +28,17 @@ export interface WriterStep {
   mustChange?: boolean;
 }
 
+/**
+ * A value spelled as a SQLite literal, for a statement that writes it into every row rather than
+ * binding it for each; undefined when it cannot be (a string holding NUL, a number that is not
+ * finite), and the value is then bound.
+ */
+export function sqliteLiteral(value: SqlValue): string | undefined {
+  if (value === null) return 'NULL';
+  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : undefined;
+  return value.includes('\0') ? undefined : `'${value.replace(/'/g, "''")}'`;
+}
+
 /** A step run once, with these parameters. */
 export function singleStep(sql: string, params: readonly SqlValue[], options: { mustChange?: boolean } = {}): WriterStep {
   return { sql, rows: 1, shared: params, varying: [], values: [], ...options };
@@ -65,13 +76,19 @@ const db = new Database(workerData.filename);
 db.pragma('busy_timeout = 0');
 db.pragma('foreign_keys = ON');
 db.pragma('synchronous = NORMAL');
+// Prepared statements by SQL, the most recent 64: a statement with a batch's shared values
+// written in (see sqliteLiteral) is used once.
 const statements = new Map();
 // Per chain, the sequence number the next transaction must have: the one after the last that
 // committed, or the one that last failed (so the ones after it wait for it).
 const chains = new Map();
 function prepared(sql) {
   let s = statements.get(sql);
-  if (!s) { s = db.prepare(sql); statements.set(sql, s); }
+  if (!s) {
+    s = db.prepare(sql);
+    if (statements.size >= 64) statements.delete(statements.keys().next().value);
+    statements.set(sql, s);
+  }
   return s;
 }
 function run(message) {

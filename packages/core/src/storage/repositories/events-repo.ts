@@ -10,7 +10,7 @@ import { affected, fromJson, isUniqueViolation, toInt, toJson, type Db } from '.
 import type { Dialect } from '../storage-config.js';
 import type { EventRecord, EventStatus } from '../../domain.js';
 import type { JsonObject } from '../../plugin/types.js';
-import type { SqlValue, WriterStep } from '../sqlite-writer-thread.js';
+import { sqliteLiteral, type SqlValue, type WriterStep } from '../sqlite-writer-thread.js';
 
 /** Row of `events`, the per-pipeline event log: the public record plus bookkeeping. */
 export type EventRow = EventRecord & {
@@ -284,11 +284,13 @@ export class EventsRepo {
 
 /**
  * New outcomes of a batch's events (delivered or filtered: no error, no dead letter) as a step of
- * a SQLite writer-thread transaction, with what every row shares (workspace, pipeline, times, and
- * status and attempts when all rows have the same) sent once. The rows are inserted as new: an
- * id written before (a batch read again after a crash) fails the transaction with a unique
- * violation, and the caller commits it again with {@link asEventUpsert}. A plain insert costs
- * SQLite about a tenth less than the upsert, on the path of every batch.
+ * a SQLite writer-thread transaction. What every row shares (workspace, pipeline, times, and
+ * status and attempts when all rows have the same) is written into the statement as literals,
+ * so the thread binds only what varies: binding the shared eight again for each row cost SQLite
+ * a fifth of the insert. The statement is prepared once per batch (its times differ). The rows
+ * are inserted as new: an id written before (a batch read again after a crash) fails the
+ * transaction with a unique violation, and the caller commits it again with
+ * {@link asEventUpsert}. A plain insert costs SQLite about a tenth less than the upsert.
  */
 export function eventOutcomesStep(
   shared: { workspace_id: string; pipeline_id: string; now: string },
@@ -312,12 +314,15 @@ export function eventOutcomesStep(
   }
   // In EVENT_COLUMNS order: the varying ones are filled in row by row.
   const template: SqlValue[] = [null, shared.workspace_id, shared.pipeline_id, null, null, null, uniform ? first.status : null, uniform ? first.attempts : null, null, null, shared.now, shared.now];
-  return { sql: INSERT_EVENT_SQLITE, rows: rows.length, shared: template, varying, values };
+  const literals = template.map((value, i) => (varying.includes(i) ? '?' : sqliteLiteral(value)));
+  if (literals.some((l) => l === undefined)) return { sql: INSERT_EVENT_SQLITE, rows: rows.length, shared: template, varying, values };
+  const sql = `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${literals.join(', ')})`;
+  return { sql, rows: rows.length, shared: varying.map(() => null), varying: varying.map((_, i) => i), values };
 }
 
 /** {@link eventOutcomesStep}'s rows written as an upsert: a re-read updates the rows it wrote before. */
 export function asEventUpsert(step: WriterStep): WriterStep {
-  return { ...step, sql: UPSERT_EVENT_SQLITE };
+  return { ...step, sql: `${step.sql} ${ON_CONFLICT}` };
 }
 
 /** The positions in EVENT_COLUMNS of what {@link eventOutcomesStep} sends for each row. */
