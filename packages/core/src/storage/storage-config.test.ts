@@ -79,7 +79,7 @@ describe('sqlite', () => {
       return pragmas;
     };
     // busy_timeout 0 whatever the configured wait: the client waits for a lock asynchronously.
-    expect(run('/tmp/x.db', 1234)).toEqual(['journal_mode = WAL', 'busy_timeout = 0', 'foreign_keys = ON', 'synchronous = NORMAL']);
+    expect(run('/tmp/x.db', 1234)).toEqual(['page_size = 16384', 'journal_mode = WAL', 'busy_timeout = 0', 'foreign_keys = ON', 'synchronous = NORMAL']);
     expect(run(':memory:')).toEqual(['busy_timeout = 0', 'foreign_keys = ON', 'synchronous = NORMAL']);
   });
 

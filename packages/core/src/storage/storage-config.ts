@@ -89,6 +89,9 @@ interface PoolingClient {
 /** The same text knex's path would send, so both share one cached prepared statement. */
 const BEGIN_IMMEDIATE = 'BEGIN IMMEDIATE;';
 
+/** The page size of a new SQLite file, in bytes (see the pool's afterCreate). */
+const SQLITE_PAGE_SIZE = 16_384;
+
 /**
  * better-sqlite3 with every transaction opened as `BEGIN IMMEDIATE`, and waits for another
  * process's lock that never block the event loop.
@@ -237,6 +240,10 @@ export function sqlite(options: SqliteOptions): StorageConfig {
         idleTimeoutMillis: 2_147_483_647,
         afterCreate(conn: { pragma(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) {
           try {
+            // 16 KiB pages for a new file (an existing one keeps its size): the event log's
+            // inserts cost SQLite about a sixth less than with the default 4 KiB. It must come
+            // before WAL mode, which fixes the size.
+            if (!memory) conn.pragma(`page_size = ${SQLITE_PAGE_SIZE}`);
             if (!memory) conn.pragma('journal_mode = WAL');
             // No synchronous wait for a lock: the client waits asynchronously instead (see SqliteLockWait).
             conn.pragma('busy_timeout = 0');
