@@ -4,7 +4,7 @@ import { columnConverter, type ColumnConverter } from '../column-values.js';
 import { DEFAULT_SOURCE_BATCH_SIZE, type PostgresConfig } from '../config.js';
 import { classifyError, sqlState } from '../connection.js';
 import { parseTableName, quoteTable, type TableName } from '../identifiers.js';
-import { decodePgoutput, formatLsn, parseLsn, postgresMicrosToMillis, POSTGRES_EPOCH_MICROS, type Lsn, type Relation, type TupleData } from './pgoutput.js';
+import { decodePgoutput, formatLsn, FRAME, frameWalEnd, parseLsn, postgresMicrosToMillis, POSTGRES_EPOCH_MICROS, replyRequested, XLOG_DATA_OFFSET, xlogTag, type Lsn, type Relation, type TupleData } from './pgoutput.js';
 import { quoteReplicationIdent, ReplicationClient } from './replication-client.js';
 
 /** What a change-capturing source needs, resolved from its config and pipeline. */
@@ -402,8 +402,8 @@ async function streamChanges(
     pendingRecords++;
   };
 
-  const onMessage = (data: Buffer) => {
-    const message = decodePgoutput(data);
+  const onMessage = (frame: Buffer) => {
+    const message = decodePgoutput(frame, XLOG_DATA_OFFSET);
     switch (message.tag) {
       case 'begin': {
         const skipAll = message.finalLsn < start.lsn;
@@ -562,24 +562,29 @@ async function streamChanges(
     const streaming = replication.stream(settings.slot, settings.publication, start.lsn, (frame) => {
       if (failure !== undefined) return;
       try {
-        if (frame.kind === 'xlog') {
-          if (frame.walEnd > serverEnd) serverEnd = frame.walEnd;
-          onMessage(frame.data);
+        if (frame[0] === FRAME.xlog) {
+          // The server's end, for the lag figure, at each commit: not worth reading per change.
+          if (xlogTag(frame) === 0x43 /* C */) {
+            const walEnd = frameWalEnd(frame);
+            if (walEnd > serverEnd) serverEnd = walEnd;
+          }
+          onMessage(frame);
           if (pendingRecords >= highWater && !paused) {
             paused = true;
             replication.pause();
           }
           schedule();
-        } else if (frame.kind === 'keepalive') {
-          if (frame.walEnd > serverEnd) serverEnd = frame.walEnd;
+        } else if (frame[0] === FRAME.keepalive) {
+          const walEnd = frameWalEnd(frame);
+          if (walEnd > serverEnd) serverEnd = walEnd;
           // Nothing received is waiting to be delivered: the slot may move up to what the server has sent.
           const idle = txn === undefined && pending.length === 0 && flushing === undefined;
-          const moved = idle && frame.walEnd > confirmed;
-          if (moved) confirmed = frame.walEnd;
+          const moved = idle && walEnd > confirmed;
+          if (moved) confirmed = walEnd;
           // Answered when asked, or when the slot may move. Not every time: while it streams, the
           // server pings after each catch-up and again after each answer, thousands of times a
           // second under a steady load, and the position it would hear has not changed.
-          if (moved || frame.replyRequested) confirm();
+          if (moved || replyRequested(frame)) confirm();
           else reportLag();
         }
       } catch (error) {

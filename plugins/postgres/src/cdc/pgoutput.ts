@@ -66,9 +66,12 @@ export function parseLsn(text: string): Lsn {
   return (BigInt(`0x${match[1]}`) << 32n) | BigInt(`0x${match[2]}`);
 }
 
-/** Reads one pgoutput message. Unknown tags decode as `other` and are skipped by callers. */
-export function decodePgoutput(buf: Buffer): PgoutputMessage {
-  const r = new Reader(buf);
+/**
+ * Reads one pgoutput message, from `offset` of `buf` (a replication frame's data starts at
+ * {@link XLOG_DATA_OFFSET}). Unknown tags decode as `other` and are skipped by callers.
+ */
+export function decodePgoutput(buf: Buffer, offset = 0): PgoutputMessage {
+  const r = new Reader(buf, offset);
   const tag = String.fromCharCode(r.uint8());
   switch (tag) {
     case 'B':
@@ -130,19 +133,28 @@ export function decodePgoutput(buf: Buffer): PgoutputMessage {
   }
 }
 
-/** A message of the replication stream (CopyBoth data from the server). */
-export type ReplicationFrame =
-  | { kind: 'xlog'; start: Lsn; walEnd: Lsn; data: Buffer }
-  | { kind: 'keepalive'; walEnd: Lsn; replyRequested: boolean }
-  | { kind: 'other' };
+/**
+ * The kinds of message of the replication stream (CopyBoth data from the server), by their first
+ * byte. Its messages are read in place, not decoded into objects: there is one per change.
+ */
+export const FRAME = { xlog: 0x77 /* w */, keepalive: 0x6b /* k */ } as const;
 
-/** Reads the framing of one CopyData message of the replication stream. */
-export function decodeFrame(chunk: Buffer): ReplicationFrame {
-  if (chunk[0] === 0x77 /* w */) {
-    return { kind: 'xlog', start: chunk.readBigUInt64BE(1), walEnd: chunk.readBigUInt64BE(9), data: chunk.subarray(25) };
-  }
-  if (chunk[0] === 0x6b /* k */) return { kind: 'keepalive', walEnd: chunk.readBigUInt64BE(1), replyRequested: chunk[17] === 1 };
-  return { kind: 'other' };
+/** Where an XLogData frame's pgoutput message starts (after its tag and three 8-byte fields). */
+export const XLOG_DATA_OFFSET = 25;
+
+/** The pgoutput tag of an XLogData frame (`B`egin, `C`ommit, `I`nsert...), as a character code. */
+export function xlogTag(frame: Buffer): number {
+  return frame[XLOG_DATA_OFFSET] ?? 0;
+}
+
+/** The end of the server's WAL as an XLogData or keepalive frame reports it. */
+export function frameWalEnd(frame: Buffer): Lsn {
+  return frame.readBigUInt64BE(frame[0] === FRAME.xlog ? 9 : 1);
+}
+
+/** Whether a keepalive frame asks for an answer at once. */
+export function replyRequested(frame: Buffer): boolean {
+  return frame[17] === 1;
 }
 
 /**
@@ -161,8 +173,10 @@ export function standbyStatus(lsn: Lsn, nowMs: number, replyRequested = false): 
 }
 
 class Reader {
-  private at = 0;
-  constructor(private readonly buf: Buffer) {}
+  constructor(
+    private readonly buf: Buffer,
+    private at: number,
+  ) {}
   uint8(): number {
     return this.buf.readUInt8(this.at++);
   }

@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import { ConnectorError } from '@ferry/core';
 import pg from 'pg';
 import { sqlState } from '../connection.js';
-import { decodeFrame, formatLsn, parseLsn, standbyStatus, type Lsn, type ReplicationFrame } from './pgoutput.js';
+import { formatLsn, parseLsn, standbyStatus, type Lsn } from './pgoutput.js';
 
 /** A slot just created: where its stream starts, and the snapshot that matches that start. */
 export interface CreatedSlot {
@@ -80,13 +80,14 @@ export class ReplicationClient {
   }
 
   /**
-   * Streams the slot's changes for `publication` from `from`, calling `onFrame` for every
-   * message in order (synchronously, as they are read). Resolves when the stream ends (the
-   * connection closed by {@link end}); rejects when the server or the network ends it.
+   * Streams the slot's changes for `publication` from `from`, calling `onFrame` with every
+   * message in order (synchronously, as they are read; `pgoutput.ts` reads them, and the buffer
+   * is only valid during the call). Resolves when the stream ends (the connection closed by
+   * {@link end}); rejects when the server or the network ends it.
    */
-  stream(slot: string, publication: string, from: Lsn, onFrame: (frame: ReplicationFrame) => void): Promise<void> {
+  stream(slot: string, publication: string, from: Lsn, onFrame: (frame: Buffer) => void): Promise<void> {
     const connection = this.connection();
-    connection.on('copyData', ({ chunk }) => onFrame(decodeFrame(chunk)));
+    connection.on('copyData', ({ chunk }) => onFrame(chunk));
     // The publication list is a string literal holding identifiers: quoted once for each.
     const names = quoteLiteral(quoteReplicationIdent(publication));
     const sql = `START_REPLICATION SLOT ${quoteReplicationIdent(slot)} LOGICAL ${formatLsn(from)} (proto_version '1', publication_names ${names})`;
