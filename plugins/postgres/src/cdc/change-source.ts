@@ -469,33 +469,45 @@ async function streamChanges(
   };
 
   /**
-   * Batches handed over whose handler has not resolved, oldest first, each with the position the
-   * slot may confirm once it has. The next batch is handed over while the last one commits (the
-   * engine writes it meanwhile): at most {@link HANDED_AHEAD} at once.
+   * What was handed over, oldest first, each with the position the slot may confirm once its
+   * handler resolved and everything before it did. The ends of transactions with nothing left to
+   * deliver queue here too, settled at once: confirmable once every batch before them is. The
+   * next batch is handed over while the last one commits (the engine writes it meanwhile): at
+   * most {@link HANDED_AHEAD} handler calls unresolved at once.
    */
-  const handed: { done: Promise<void>; complete: Lsn }[] = [];
-  const settleOldest = async () => {
-    const oldest = handed[0]!;
-    await oldest.done;
-    handed.shift();
-    if (oldest.complete > confirmed) {
-      confirmed = oldest.complete;
+  const handed: { done: Promise<void>; settled: boolean; complete: Lsn }[] = [];
+  let unsettled = 0;
+  const confirmSettled = () => {
+    let to = confirmed;
+    while (handed.length > 0 && handed[0]!.settled) {
+      const complete = handed.shift()!.complete;
+      if (complete > to) to = complete;
+    }
+    if (to > confirmed) {
+      confirmed = to;
       confirm();
     }
   };
+  const handOver = (batch: SourceBatch, complete: Lsn) => {
+    const entry = { done: handler(batch), settled: false, complete };
+    handed.push(entry);
+    unsettled++;
+    entry.done.then(() => {
+      entry.settled = true;
+      unsettled--;
+      confirmSettled();
+    }, fail);
+  };
 
-  /** Hands over what is pending, batch by batch; confirms each batch once the handler resolved. */
+  /** Hands over what is pending, batch by batch, at most HANDED_AHEAD unresolved. */
   const flush = async () => {
     while (failure === undefined && !signal.aborted) {
       if (pendingRecords === 0) {
-        // Only ends of transactions whose changes were all delivered (or not wanted): confirmable
-        // once every batch handed over before them is.
-        while (handed.length > 0) await settleOldest();
         let end: Lsn | undefined;
         while (pending.length > 0 && 'commitEnd' in pending[0]!) end = (pending.shift() as { commitEnd: Lsn }).commitEnd;
-        if (end !== undefined && end > confirmed) {
-          confirmed = end;
-          confirm();
+        if (end !== undefined) {
+          handed.push({ done: Promise.resolve(), settled: true, complete: end });
+          confirmSettled();
         }
         return;
       }
@@ -527,11 +539,9 @@ async function streamChanges(
         paused = false;
         replication.resume();
       }
-      const done = handler({ records, checkpoint });
-      // Awaited (and its failure thrown) by settleOldest; never left unhandled meanwhile.
-      done.catch(() => undefined);
-      handed.push({ done, complete });
-      while (handed.length >= HANDED_AHEAD) await settleOldest();
+      handOver({ records, checkpoint }, complete);
+      // A failed handler ends the source (fail), which ends this loop.
+      while (unsettled >= HANDED_AHEAD && failure === undefined) await handed.find((h) => !h.settled)!.done.catch(() => undefined);
     }
   };
 
@@ -578,7 +588,7 @@ async function streamChanges(
           const walEnd = frameWalEnd(frame);
           if (walEnd > serverEnd) serverEnd = walEnd;
           // Nothing received is waiting to be delivered: the slot may move up to what the server has sent.
-          const idle = txn === undefined && pending.length === 0 && flushing === undefined;
+          const idle = txn === undefined && pending.length === 0 && flushing === undefined && handed.length === 0;
           const moved = idle && walEnd > confirmed;
           if (moved) confirmed = walEnd;
           // Answered when asked, or when the slot may move. Not every time: while it streams, the
@@ -597,6 +607,8 @@ async function streamChanges(
       failure ??= error;
     }
     await flushing;
+    // Every handler call resolves (or fails) before the source returns.
+    await Promise.allSettled(handed.map((h) => h.done));
   } finally {
     statusTimer?.cancel();
     signal.removeEventListener('abort', onAbort);
