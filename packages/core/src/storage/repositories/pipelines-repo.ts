@@ -47,9 +47,13 @@ export class PipelinesRepo {
     return ((await this.db('pipelines').select('id').orderBy('id')) as { id: string }[]).map((r) => r.id);
   }
 
-  /** A live pipeline by id in any workspace: for the runtime, which works across workspaces. */
+  /**
+   * A live pipeline by id in any workspace: for the runtime, which works across workspaces and
+   * reads its pipeline again before every batch (directly on SQLite when it can, like `get`).
+   */
   async getAnyWorkspace(id: string): Promise<PipelineRow | null> {
-    const row = await this.db('pipelines').where({ id }).whereNull('deleted_at').first();
+    const direct = this.idle?.get('select * from pipelines where id = ? and deleted_at is null', [id]);
+    const row = direct !== undefined ? direct : await this.db('pipelines').where({ id }).whereNull('deleted_at').first();
     return row ? map(row) : null;
   }
 
