@@ -82,10 +82,13 @@ interface RelationInfo {
   relation: Relation;
   /** One of the configured tables: its changes become events. */
   wanted: boolean;
-  /** `<table>` for tables in `public`, `<schema>.<table>` otherwise. */
-  typeName: string;
+  /** The event type of each action: `<table>.<action>`, `<schema>.<table>.<action>` outside `public`. */
+  types: Record<ChangeAction, string>;
   converters: ColumnConverter[];
 }
+
+/** What a change event's `action` says. */
+type ChangeAction = 'insert' | 'update' | 'delete' | 'truncate';
 
 /** A change waiting to be handed over, or the end of a transaction. */
 type Pending = { record: SourceRecord; txn: Lsn; index: number } | { commitEnd: Lsn };
@@ -281,7 +284,7 @@ async function readSnapshot(
   const hex = lsnKey(consistent);
   for (let t = 0; t < tables.length; t++) {
     const table = tables[t]!;
-    const typeName = table.schema === 'public' ? table.name : `${table.schema}.${table.name}`;
+    const type = settings.type ?? `${table.schema === 'public' ? table.name : `${table.schema}.${table.name}`}.read`;
     await admin.query(`DECLARE ferry_snapshot NO SCROLL CURSOR FOR SELECT * FROM ${quoteReplicationIdent(table.schema)}.${quoteReplicationIdent(table.name)}`);
     let n = 0;
     for (;;) {
@@ -290,7 +293,7 @@ async function readSnapshot(
       if (rows.length === 0) break;
       const records: SourceRecord[] = rows.map((row) => ({
         position: `${hex}:s${t}:${n++}`,
-        type: settings.type ?? `${typeName}.read`,
+        type,
         occurredAt: snapshotTime,
         payload: { action: 'read', record: row as JsonObject, metadata: { schema: table.schema, table: table.name, commit_lsn: lsn, commit_time: snapshotTime } },
       }));
@@ -363,42 +366,39 @@ async function streamChanges(
     reportLag();
   };
 
-  const recordOf = (info: RelationInfo, tuple: TupleData | undefined, old: TupleData | undefined, keyOnly: boolean): { record: JsonObject; unchanged: string[] } => {
+  /**
+   * A tuple as a record of the table's columns. A value an update left unchanged (TOASTed, not
+   * sent again) comes from `old` when the table sends the whole old row; otherwise it is left out
+   * and its column named in `unchanged`, never made up.
+   */
+  const recordOf = (info: RelationInfo, tuple: TupleData | undefined, keyOnly: boolean, old?: TupleData, unchanged?: string[]): JsonObject => {
     const record: JsonObject = {};
-    const unchanged: string[] = [];
     const columns = info.relation.columns;
-    if (tuple === undefined) return { record, unchanged };
+    if (tuple === undefined) return record;
     for (let i = 0; i < columns.length; i++) {
       const column = columns[i]!;
       if (keyOnly && !column.key) continue;
       const text = tuple[i];
       if (text === undefined) {
-        // A TOASTed value the update left unchanged is not sent again. The old row (replica
-        // identity full) holds it; otherwise it is left out and named, never made up.
         const before = old?.[i];
         if (before !== undefined && before !== null) record[column.name] = info.converters[i]!(before);
         else if (before === null) record[column.name] = null;
-        else unchanged.push(column.name);
+        else unchanged?.push(column.name);
       } else record[column.name] = text === null ? null : info.converters[i]!(text);
     }
-    return { record, unchanged };
+    return record;
   };
 
-  const push = (info: RelationInfo, action: string, payload: Omit<JsonObject, 'metadata'>, extra: JsonObject = {}) => {
+  // Payloads are built as literals, one shape per action: a change costs a handful of objects, and
+  // their keys keep the documented order (action, record, old, metadata).
+  const push = (info: RelationInfo, action: ChangeAction, record: JsonObject, old?: JsonObject, extra?: JsonObject) => {
     const open = txn!;
     const index = ++open.index;
     if (index <= open.skip) return;
-    const record: SourceRecord = {
-      position: `${open.key}:${index}`,
-      type: settings.type ?? `${info.typeName}.${action}`,
-      occurredAt: open.commitIso,
-      payload: {
-        action,
-        ...payload,
-        metadata: { schema: info.relation.schema, table: info.relation.table, commit_lsn: open.lsn, commit_time: open.commitTime, ...extra },
-      } as JsonObject,
-    };
-    pending.push({ record, txn: open.final, index });
+    const metadata: JsonObject = { schema: info.relation.schema, table: info.relation.table, commit_lsn: open.lsn, commit_time: open.commitTime };
+    if (extra !== undefined) Object.assign(metadata, extra);
+    const payload: JsonObject = old === undefined ? { action, record, metadata } : { action, record, old, metadata };
+    pending.push({ record: { position: `${open.key}:${index}`, type: settings.type ?? info.types[action], occurredAt: open.commitIso, payload }, txn: open.final, index });
     pendingRecords++;
   };
 
@@ -417,10 +417,11 @@ async function streamChanges(
         return;
       case 'relation': {
         const relation = message.relation;
+        const typeName = relation.schema === 'public' ? relation.table : `${relation.schema}.${relation.table}`;
         relations.set(relation.oid, {
           relation,
           wanted: wanted.has(`${relation.schema}.${relation.table}`),
-          typeName: relation.schema === 'public' ? relation.table : `${relation.schema}.${relation.table}`,
+          types: { insert: `${typeName}.insert`, update: `${typeName}.update`, delete: `${typeName}.delete`, truncate: `${typeName}.truncate` },
           converters: relation.columns.map((c) => columnConverter(c.typeOid)),
         });
         return;
@@ -436,18 +437,18 @@ async function streamChanges(
           return;
         }
         if (message.tag === 'insert') {
-          const { record } = recordOf(info, message.new, undefined, false);
-          push(info, 'insert', { record });
+          push(info, 'insert', recordOf(info, message.new, false));
         } else if (message.tag === 'update') {
-          const { record, unchanged } = recordOf(info, message.new, message.old, false);
+          const unchanged: string[] = [];
+          const record = recordOf(info, message.new, false, message.old, unchanged);
           const extra: JsonObject = {};
           if (unchanged.length > 0) extra.unchanged_columns = unchanged;
-          if (message.key) extra.old_key = recordOf(info, message.key, undefined, true).record;
-          push(info, 'update', { record, ...(message.old ? { old: recordOf(info, message.old, undefined, false).record } : {}) }, extra);
+          if (message.key) extra.old_key = recordOf(info, message.key, true);
+          push(info, 'update', record, message.old ? recordOf(info, message.old, false) : undefined, extra);
         } else {
           const full = message.old !== undefined;
-          const { record } = recordOf(info, message.old ?? message.key, undefined, !full);
-          push(info, 'delete', { record, ...(full ? { old: record } : {}) });
+          const record = recordOf(info, message.old ?? message.key, !full);
+          push(info, 'delete', record, full ? record : undefined);
         }
         return;
       }
@@ -459,7 +460,7 @@ async function streamChanges(
             txn.index++;
             continue;
           }
-          push(info, 'truncate', { record: {} }, { cascade: message.cascade, restart_identity: message.restartIdentity });
+          push(info, 'truncate', {}, undefined, { cascade: message.cascade, restart_identity: message.restartIdentity });
         }
         return;
       }
