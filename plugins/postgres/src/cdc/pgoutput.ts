@@ -172,6 +172,13 @@ export function standbyStatus(lsn: Lsn, nowMs: number, replyRequested = false): 
   return out;
 }
 
+/**
+ * Buffer's own UTF-8 decoder: `toString('utf8', start, end)` checks its arguments and looks up
+ * the encoding before it calls this, which cost as much as the decoding of a short value (and
+ * there are several per change).
+ */
+const utf8Slice = (Buffer.prototype as unknown as { utf8Slice(this: Buffer, start: number, end: number): string }).utf8Slice;
+
 class Reader {
   constructor(
     private readonly buf: Buffer,
@@ -225,7 +232,8 @@ class Reader {
       else if (kind === 0x75 /* u */) values[i] = undefined;
       else if (kind === 0x74 /* t */) {
         const length = this.int32();
-        values[i] = this.buf.toString('utf8', this.at, this.at + length);
+        if (length < 0 || this.at + length > this.buf.length) throw new Error('pgoutput: a value runs past the end of its message.');
+        values[i] = utf8Slice.call(this.buf, this.at, this.at + length);
         this.at += length;
       } else throw new Error(`pgoutput: an unexpected column kind ${kind} (binary values are never asked for).`);
     }
