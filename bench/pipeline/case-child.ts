@@ -13,7 +13,8 @@
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { openStorage, postgres, sqlite, type StorageConfig } from '@ferry/core';
+import { postgres, sqlite, type StorageConfig } from '@ferry/core';
+import { openStorage } from '@ferry/core/internal';
 import { directWrite, drainThroughEngine, envCount, kernelPeakMb, loggedRows, mb, sqliteTempDir, startBenchEngine, THROUGHPUT_ROUNDS, type DrainResult } from './drain.js';
 
 /** What a `throughput` case process reports. */

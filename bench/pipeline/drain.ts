@@ -7,15 +7,8 @@ import { accessSync, constants, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import {
-  createEngine,
-  generateSecretKey,
-  type Engine,
-  type EventRow,
-  type FerryStorage,
-  type Logger,
-  type StorageConfig,
-} from '@ferry/core';
+import { createEngine, generateSecretKey, type Engine, type Logger, type StorageConfig } from '@ferry/core';
+import type { EventRow, FerryStorage } from '@ferry/core/internal';
 import { MemoryHub, memoryConnector, pipelineRow, type MemoryRecordInput } from '@ferry/testing';
 
 /** The workspace every pipeline and baseline row of the benchmark lives in. */

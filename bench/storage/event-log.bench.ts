@@ -12,7 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { openStorage, postgres, sqlite, type EventRow, type FerryStorage } from '@ferry/core';
+import { postgres, sqlite } from '@ferry/core';
+import { openStorage, type EventRow, type FerryStorage } from '@ferry/core/internal';
 import { pipelineRow, startTestPostgres } from '@ferry/testing';
 import { emit } from '../emit.js';
 

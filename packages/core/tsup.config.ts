@@ -1,7 +1,10 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/index.ts'],
+  // The stable entry and the internal one (Ferry's own packages). They share one copy of every
+  // module (splitting, for CommonJS too), so a class has one identity whichever entry it came from.
+  entry: ['src/index.ts', 'src/internal.ts'],
+  splitting: true,
   format: ['esm', 'cjs'],
   dts: true,
   sourcemap: true,

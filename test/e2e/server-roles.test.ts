@@ -2,7 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { generateApiKey, webhookHeaders } from '@ferry/core';
+import { webhookHeaders } from '@ferry/core';
+import { generateApiKey } from '@ferry/core/internal';
 import { parseServeSettings, startServer, type RunningServer } from '@ferry/server';
 import { startWebhookReceiver, type WebhookReceiver } from '@ferry/testing';
 

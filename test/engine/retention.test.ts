@@ -2,7 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, sqlite, type Engine, type RetentionOptionsInput } from '@ferry/core';
+import { createEngine, generateSecretKey, sqlite, type Engine } from '@ferry/core';
+import type { RetentionOptionsInput } from '@ferry/core/internal';
 import { eventually, MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
 
 const MINUTE = 60_000;

@@ -4,7 +4,7 @@
  * workspace's ids are 404 on every `{id}` route, never 403.
  */
 import { beforeAll, expect, it } from 'vitest';
-import { apiKeyChecksum, generateApiKey } from '@ferry/core';
+import { apiKeyChecksum, generateApiKey } from '@ferry/core/internal';
 import { describeMatrix } from './harness.js';
 import { createConnector, createPipeline, createWebhook, expectPage, expectProblem, insertDelivery, insertEvents } from './fixtures.js';
 

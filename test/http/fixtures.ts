@@ -4,7 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
-import { IdGenerator, type DeliveryRow, type EventRow, type EventStatus, type JsonObject } from '@ferry/core';
+import type { EventStatus, JsonObject } from '@ferry/core';
+import { IdGenerator, type DeliveryRow, type EventRow } from '@ferry/core/internal';
 import { PROBLEM_JSON, type TestApi, type TestResponse } from './harness.js';
 
 /** A well-formed id of the given prefix that names nothing. */

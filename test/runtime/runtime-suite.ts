@@ -1,16 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  createEngine,
-  generateSecretKey,
-  isFerryError,
-  type Engine,
-  type Logger,
-  type PlatformEvent,
-  type Pipeline,
-  type RuntimeOptions,
-  type StorageConfig,
-  type TransformStep,
-} from '@ferry/core';
+import { createEngine, generateSecretKey, isFerryError, type Engine, type Logger, type PlatformEvent, type Pipeline, type StorageConfig, type TransformStep } from '@ferry/core';
+import type { RuntimeOptions } from '@ferry/core/internal';
 import { MemoryHub, memoryConnector, eventually, VirtualClock } from '@ferry/testing';
 
 /** A database two engines (or an engine and its successor) can open. */

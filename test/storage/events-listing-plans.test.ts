@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { openStorage, sqlite, type FerryStorage } from '@ferry/core';
+import { sqlite } from '@ferry/core';
+import { openStorage, type FerryStorage } from '@ferry/core/internal';
 
 /**
  * Every filter of the events listing is answered by an index in the listing's order: SQLite's

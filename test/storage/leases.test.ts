@@ -2,7 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openStorage, postgres, sqlite, type FerryStorage, type StorageConfig } from '@ferry/core';
+import { postgres, sqlite, type StorageConfig } from '@ferry/core';
+import { openStorage, type FerryStorage } from '@ferry/core/internal';
 import { getSharedTestPostgres } from '@ferry/testing';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');

@@ -3,7 +3,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { FerryError, isStorageUnavailable, openStorage, sqlite, translateStorageError, type FerryStorage } from '@ferry/core';
+import { FerryError, sqlite } from '@ferry/core';
+import { isStorageUnavailable, openStorage, translateStorageError, type FerryStorage } from '@ferry/core/internal';
 import { eventually, VirtualClock } from '@ferry/testing';
 
 const holderScript = join(import.meta.dirname, 'fixtures', 'lock-holder.mjs');

@@ -3,7 +3,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { openStorage, sqlite } from '@ferry/core';
+import { sqlite } from '@ferry/core';
+import { openStorage } from '@ferry/core/internal';
 
 const worker = join(import.meta.dirname, 'fixtures', 'claim-worker.ts');
 

@@ -2,16 +2,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  createEngine,
-  generateSecretKey,
-  isFerryError,
-  verifyWebhook,
-  type DeliveryOptionsInput,
-  type Engine,
-  type Logger,
-  type StorageConfig,
-} from '@ferry/core';
+import { createEngine, generateSecretKey, isFerryError, verifyWebhook, type Engine, type Logger, type StorageConfig } from '@ferry/core';
+import type { DeliveryOptionsInput } from '@ferry/core/internal';
 import { MemoryHub, memoryConnector, startWebhookReceiver, eventually, VirtualClock, type ReceivedWebhook, type WebhookReceiver, type WebhookReply } from '@ferry/testing';
 
 /** A database two engines (or an engine and its successor) can open. */

@@ -4,21 +4,27 @@
  *
  * - A relative import may not leave the package it is written in.
  * - A Ferry package is imported by its public entry only (`@ferry/core`, never `@ferry/core/src/...`
- *   or any other subpath).
+ *   or any other subpath), except core's second entry, `@ferry/core/internal` (unstable: its
+ *   storage, repositories and the HTTP layer's helpers).
  * - Each package may import only the Ferry packages its layer allows: core none; http core; the
  *   framework adapters http and core; plugins and the test kit core (a plugin's own test files,
  *   `*.test.ts`, and the helpers they share, `test-*.ts`, also the test kit, for its real test
  *   servers); the server and everything
  *   outside `packages/` and `plugins/` (examples, cross-package tests, benchmarks) any public entry.
+ * - `@ferry/core/internal` is for Ferry's own layers only: http, the test kit, the server, tests
+ *   and benchmarks (a plugin's test files too). A plugin's code, the framework adapters and the
+ *   examples use what any user has: `@ferry/core`.
  */
 import path from 'node:path';
 
+const INTERNAL = '@ferry/core/internal';
+
 const ALLOWED = {
   'packages/core': [],
-  'packages/http': ['@ferry/core'],
+  'packages/http': ['@ferry/core', INTERNAL],
   'packages/express': ['@ferry/core', '@ferry/http'],
   'packages/fastify': ['@ferry/core', '@ferry/http'],
-  'packages/testing': ['@ferry/core'],
+  'packages/testing': ['@ferry/core', INTERNAL],
 };
 
 /**
@@ -29,7 +35,7 @@ const ALLOWED = {
  */
 function pluginAllowed(file) {
   const testOnly = file.endsWith('.test.ts') || path.basename(file).startsWith('test-');
-  return testOnly ? ['@ferry/core', '@ferry/testing'] : ['@ferry/core'];
+  return testOnly ? ['@ferry/core', INTERNAL, '@ferry/testing'] : ['@ferry/core'];
 }
 
 /** @param {string} file */
@@ -68,13 +74,16 @@ const rule = {
       }
       const m = /^(@ferry\/[^/]+)(\/.*)?$/.exec(source);
       if (!m) return;
-      const pkg = /** @type {string} */ (m[1]);
-      if (m[2] && m[2] !== '/package.json') {
+      const pkg = source === INTERNAL ? INTERNAL : /** @type {string} */ (m[1]);
+      if (pkg !== INTERNAL && m[2] && m[2] !== '/package.json') {
         context.report({ node, messageId: 'deepImport', data: { source, pkg } });
         return;
       }
       if (!root) return;
-      const allowed = root.startsWith('plugins/') ? pluginAllowed(file) : ALLOWED[/** @type {keyof ALLOWED} */ (root)];
+      // Outside the layered packages (the server, the examples), the internal entry is the
+      // server's alone.
+      const open = pkg === INTERNAL && root !== 'packages/server' ? ['@ferry/core', '@ferry/http', '@ferry/express', '@ferry/fastify', '@ferry/testing'] : undefined;
+      const allowed = root.startsWith('plugins/') ? pluginAllowed(file) : (ALLOWED[/** @type {keyof ALLOWED} */ (root)] ?? open);
       if (allowed && !allowed.includes(pkg)) {
         context.report({ node, messageId: 'layer', data: { root, pkg, allowed: allowed.join(', ') || 'none' } });
       }

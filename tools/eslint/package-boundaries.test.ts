@@ -21,6 +21,10 @@ tester.run('package-boundaries', plugin.rules['package-boundaries'], {
     { filename: file('packages/express/src/index.ts'), code: "import { createHttpApi } from '@ferry/http';" },
     { filename: file('test/storage/sqlite.test.ts'), code: "import { runStorageSuite } from '@ferry/testing';" },
     { filename: file('examples/embedded/src/main.ts'), code: "import { createEngine } from '@ferry/core';" },
+    { filename: file('packages/http/src/a.ts'), code: "import { inputSchemas } from '@ferry/core/internal';" },
+    { filename: file('packages/server/src/a.ts'), code: "import { openStorage } from '@ferry/core/internal';" },
+    { filename: file('test/storage/a.test.ts'), code: "import { LeasesRepo } from '@ferry/core/internal';" },
+    { filename: file('plugins/s3/src/s3.test.ts'), code: "import { createConnectorOutbound } from '@ferry/core/internal';" },
   ],
   invalid: [
     { filename: file('packages/testing/src/a.ts'), code: "import { x } from '../../core/src/errors.js';", errors: [{ messageId: 'leavesPackage' }] },
@@ -33,5 +37,9 @@ tester.run('package-boundaries', plugin.rules['package-boundaries'], {
     { filename: file('plugins/s3/src/latest-test.ts'), code: "import { startTestS3 } from '@ferry/testing';", errors: [{ messageId: 'layer' }] },
     { filename: file('plugins/postgres/src/source.test.ts'), code: "import { createHttpApi } from '@ferry/http';", errors: [{ messageId: 'layer' }] },
     { filename: file('packages/http/src/a.ts'), code: "const m = await import('@ferry/express');", errors: [{ messageId: 'layer' }] },
+    { filename: file('plugins/s3/src/source.ts'), code: "import { openStorage } from '@ferry/core/internal';", errors: [{ messageId: 'layer' }] },
+    { filename: file('packages/express/src/a.ts'), code: "import { ERROR_STATUS } from '@ferry/core/internal';", errors: [{ messageId: 'layer' }] },
+    { filename: file('examples/embedded/src/main.ts'), code: "import { openStorage } from '@ferry/core/internal';", errors: [{ messageId: 'layer' }] },
+    { filename: file('test/a.test.ts'), code: "import { x } from '@ferry/core/internal/more';", errors: [{ messageId: 'deepImport' }] },
   ],
 });

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { hasInvalidCharacter, isFerryError, pointerToken, scopeAllows, type AuthContext, type Engine, type FieldError } from '@ferry/core';
+import { isFerryError, type Engine, type FieldError } from '@ferry/core';
+import { hasInvalidCharacter, pointerToken, scopeAllows, type AuthContext } from '@ferry/core/internal';
 import { assertIdempotencyKey, requestHash, withIdempotency } from './idempotency.js';
 import { buildOpenApi } from './openapi.js';
 import { requestIdOf } from './outside-dispatch.js';

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { AuthContext, Engine } from '@ferry/core';
+import type { Engine } from '@ferry/core';
+import type { AuthContext } from '@ferry/core/internal';
 import { HttpProblem } from './problem.js';
 import type { HttpResponse } from './types.js';
 

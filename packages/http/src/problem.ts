@@ -1,4 +1,5 @@
-import { ERROR_STATUS, isFerryError, translateStorageError, type FieldError } from '@ferry/core';
+import { isFerryError, type FieldError } from '@ferry/core';
+import { ERROR_STATUS, translateStorageError } from '@ferry/core/internal';
 import type { HttpResponse } from './types.js';
 
 /** Content type of every error answer (RFC 9457). */

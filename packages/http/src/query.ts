@@ -1,4 +1,5 @@
-import { hasInvalidCharacter, MAX_LIMIT, pointerToken, type FieldError } from '@ferry/core';
+import type { FieldError } from '@ferry/core';
+import { hasInvalidCharacter, MAX_LIMIT, pointerToken } from '@ferry/core/internal';
 import { HttpProblem } from './problem.js';
 import type { QueryParam } from './route.js';
 

@@ -1,4 +1,5 @@
-import type { AuthContext, Engine } from '@ferry/core';
+import type { Engine } from '@ferry/core';
+import type { AuthContext } from '@ferry/core/internal';
 import type { TSchema } from '@sinclair/typebox';
 import type { HttpHeaders } from './types.js';
 

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { createEngine, generateSecretKey, isFerryError, openStorage, silentLogger, type ApiKey, type Engine } from '@ferry/core';
+import { createEngine, generateSecretKey, isFerryError, silentLogger, type ApiKey, type Engine } from '@ferry/core';
+import { openStorage } from '@ferry/core/internal';
 import { resolveSecretKey } from './secret-key-file.js';
 import { startServer, storageOf } from './serve.js';
 import { parseDatabase, parseRateLimit, parseServeSettings, SettingsError } from './settings.js';

@@ -1,4 +1,5 @@
-import type { Engine, StorageStats } from '@ferry/core';
+import type { Engine } from '@ferry/core';
+import type { StorageStats } from '@ferry/core/internal';
 import type { RequestLog } from '@ferry/http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 

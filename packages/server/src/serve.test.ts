@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { generateApiKey } from '@ferry/core';
+import { generateApiKey } from '@ferry/core/internal';
 import { afterEach, describe, expect, it } from 'vitest';
 import { secretKeyPath } from './secret-key-file.js';
 import { startServer, type RunningServer } from './serve.js';

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { createEngine, FerryError, postgres, sqlite, type Engine, type RetentionOptionsInput, type StorageConfig } from '@ferry/core';
+import { createEngine, FerryError, postgres, sqlite, type Engine, type StorageConfig } from '@ferry/core';
+import type { RetentionOptionsInput } from '@ferry/core/internal';
 import { ferryPlugin, ferryServerOptions } from '@ferry/fastify';
 import { problemResponse, standaloneProblem, type RequestLog } from '@ferry/http';
 import Fastify from 'fastify';

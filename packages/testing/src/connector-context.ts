@@ -1,17 +1,5 @@
-import {
-  createConnectorOutbound,
-  silentLogger,
-  systemClock,
-  type Checkpoint,
-  type Clock,
-  type ConnectorDirection,
-  type ConnectorInbox,
-  type ConnectorOutbound,
-  type Logger,
-  type OutboundLookup,
-  type PipelineConnectorContext,
-  type SourceBatch,
-} from '@ferry/core';
+import { silentLogger, systemClock, type Checkpoint, type Clock, type ConnectorDirection, type ConnectorInbox, type ConnectorOutbound, type Logger, type PipelineConnectorContext, type SourceBatch } from '@ferry/core';
+import { createConnectorOutbound, type OutboundLookup } from '@ferry/core/internal';
 
 /** What {@link connectorContext} may be told; everything else takes a harmless default. */
 export interface ConnectorContextOptions {

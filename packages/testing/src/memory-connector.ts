@@ -1,18 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import {
-  ConnectorError,
-  defineConnector,
-  Secret,
-  sleep,
-  systemClock,
-  type Checkpoint,
-  type Clock,
-  type DestinationEvent,
-  type JsonObject,
-  type SourceBatch,
-  type SourceRecord,
-  type WriteResult,
-} from '@ferry/core';
+import { ConnectorError, defineConnector, Secret, sleep, systemClock, type Checkpoint, type Clock, type DestinationEvent, type JsonObject, type SourceBatch, type SourceRecord, type WriteResult } from '@ferry/core';
 
 /** A record to put into a memory stream; its position is its index in the stream. */
 export interface MemoryRecordInput {

@@ -1,14 +1,7 @@
 import type { Knex } from 'knex';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  openStorage,
-  type ConnectorRow,
-  type DeliveryRow,
-  type EventRow,
-  type FerryStorage,
-  type PipelineRow,
-  type StorageConfig,
-} from '@ferry/core';
+import type { StorageConfig } from '@ferry/core';
+import { openStorage, type ConnectorRow, type DeliveryRow, type EventRow, type FerryStorage, type PipelineRow } from '@ferry/core/internal';
 
 /** Makes a fresh, empty storage for one test. */
 export type StorageFactory = () => Promise<StorageConfig>;

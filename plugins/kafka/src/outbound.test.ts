@@ -1,4 +1,5 @@
-import { createConnectorOutbound, type PushSource } from '@ferry/core';
+import type { PushSource } from '@ferry/core';
+import { createConnectorOutbound } from '@ferry/core/internal';
 import { connectorContext, fixedLookup, listenByteTrap, type ByteTrap } from '@ferry/testing';
 import { Value } from '@sinclair/typebox/value';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -2,7 +2,7 @@ import { getSharedTestPostgres } from '@ferry/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientConfig } from './connection.js';
-import { createConnectorOutbound } from '@ferry/core';
+import { createConnectorOutbound } from '@ferry/core/internal';
 
 // Values as a real server writes them, read through the plugin's connection settings and
 // converters: what a polling source, a snapshot and a change stream all put in a payload.

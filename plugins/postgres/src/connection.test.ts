@@ -1,4 +1,5 @@
-import { ConnectorError, createConnectorOutbound } from '@ferry/core';
+import { ConnectorError } from '@ferry/core';
+import { createConnectorOutbound } from '@ferry/core/internal';
 import { describe, expect, it } from 'vitest';
 import { classifyError, clientConfig, isRecordError } from './connection.js';
 

@@ -1,4 +1,5 @@
-import { createConnectorOutbound, type PullSource } from '@ferry/core';
+import type { PullSource } from '@ferry/core';
+import { createConnectorOutbound } from '@ferry/core/internal';
 import { connectorContext, fixedLookup, getSharedTestPostgres, listenByteTrap, type ByteTrap } from '@ferry/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgres, type PostgresConfig } from './index.js';

@@ -1,4 +1,5 @@
-import { createConnectorOutbound, type ConnectorError } from '@ferry/core';
+import type { ConnectorError } from '@ferry/core';
+import { createConnectorOutbound } from '@ferry/core/internal';
 import { connectorContext, fixedLookup, listenByteTrap, type ByteTrap } from '@ferry/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { s3, type S3Config } from './index.js';

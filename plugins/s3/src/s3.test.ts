@@ -1,7 +1,8 @@
 import { gzipSync } from 'node:zlib';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import type { ConnectorError} from '@ferry/core';
-import { createConnectorOutbound, type Checkpoint, type DestinationEvent, type JsonObject, type PullSource, type SourceRecord } from '@ferry/core';
+import type { Checkpoint, DestinationEvent, JsonObject, PullSource, SourceRecord } from '@ferry/core';
+import { createConnectorOutbound } from '@ferry/core/internal';
 import { connectorContext } from '@ferry/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from './client.js';

@@ -1,4 +1,4 @@
-import { createConnectorOutbound } from '@ferry/core';
+import { createConnectorOutbound } from '@ferry/core/internal';
 import { describe, expect, it } from 'vitest';
 import { validateSnowflakeConfig, type SnowflakeConfig } from './config.js';
 

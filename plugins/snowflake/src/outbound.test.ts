@@ -1,7 +1,8 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createConnectorOutbound, type PullSource } from '@ferry/core';
+import type { PullSource } from '@ferry/core';
+import { createConnectorOutbound } from '@ferry/core/internal';
 import { connectorContext, fixedLookup, listenByteTrap, type ByteTrap } from '@ferry/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { snowflake, type SnowflakeConfig } from './index.js';

@@ -1,4 +1,5 @@
-import { createConnectorOutbound, generateWebhookSecret, schemaErrors, webhookSecretBytes, type ConnectorDirection } from '@ferry/core';
+import { generateWebhookSecret, webhookSecretBytes, type ConnectorDirection } from '@ferry/core';
+import { createConnectorOutbound, schemaErrors } from '@ferry/core/internal';
 import { describe, expect, it } from 'vitest';
 import { webhook, type WebhookConfig } from './index.js';
 

@@ -1,4 +1,4 @@
-import { assertUrlAllowed, DEFAULT_MAX_RESPONSE_BYTES, generateWebhookSecret, Secret, webhookSecretBytes, type ConnectorDirection } from '@ferry/core';
+import { assertUrlAllowed, generateWebhookSecret, Secret, webhookSecretBytes, type ConnectorDirection } from '@ferry/core';
 import { Type, type Static } from '@sinclair/typebox';
 
 /** Default number of events per request. */
@@ -6,10 +6,10 @@ export const DEFAULT_BATCH_SIZE = 100;
 /** Default time a request may take, in milliseconds. */
 export const DEFAULT_TIMEOUT_MS = 15_000;
 /**
- * The most of a response body the plugin reads (contract section 8): the core outbound client's
- * default, which the plugin uses; the rest is discarded and the connection closed.
+ * The most of a response body the plugin reads (contract section 8), set on its outbound client;
+ * the rest is discarded and the connection closed.
  */
-export const MAX_RESPONSE_BYTES = DEFAULT_MAX_RESPONSE_BYTES;
+export const MAX_RESPONSE_BYTES = 4096;
 
 /**
  * The `webhook` connector's config (contract section 13). `headers` is one secret as a whole: the

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { createEngine, generateWebhookSecret, REDACTED, sqlite, type Engine } from '@ferry/core';
+import { createEngine, generateWebhookSecret, sqlite, type Engine } from '@ferry/core';
+import { REDACTED } from '@ferry/core/internal';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhook } from './index.js';
 import { startReceiver, type TestReceiver } from './test-receiver.js';

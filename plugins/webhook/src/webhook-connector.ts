@@ -1,18 +1,9 @@
-import {
-  ConnectorError,
-  defineConnector,
-  generateWebhookSecret,
-  OutboundClient,
-  webhookSecretBytes,
-  type ConnectorDefinition,
-  type ConnectorDirection,
-  type ConnectorOutbound,
-  type OutboundLookup,
-} from '@ferry/core';
+import { ConnectorError, defineConnector, generateWebhookSecret, OutboundClient, webhookSecretBytes, type ConnectorDefinition, type ConnectorDirection, type ConnectorOutbound } from '@ferry/core';
 import {
   allowList,
   DEFAULT_BATCH_SIZE,
   DEFAULT_TIMEOUT_MS,
+  MAX_RESPONSE_BYTES,
   prepareWebhookConfig,
   urlProblem,
   validateWebhookConfig,
@@ -38,7 +29,7 @@ export interface WebhookOptions {
    * still goes through the outbound policy at connect time (tests use it to point names at
    * loopback).
    */
-  lookup?: OutboundLookup;
+  lookup?: NonNullable<ConstructorParameters<typeof OutboundClient>[0]>['lookup'];
 }
 
 /** The `webhook` connector definition, with the create-time hook the core is about to call. */
@@ -72,7 +63,7 @@ export function webhook(options: WebhookOptions = {}): WebhookConnector {
   const client = (allow: readonly string[]) => {
     const key = JSON.stringify(allow);
     let pool = pools.get(key);
-    if (!pool) pools.set(key, (pool = new OutboundClient({ allow, ...(options.lookup ? { lookup: options.lookup } : {}) })));
+    if (!pool) pools.set(key, (pool = new OutboundClient({ allow, maxResponseBytes: MAX_RESPONSE_BYTES, ...(options.lookup ? { lookup: options.lookup } : {}) })));
     return pool;
   };
   const userAgent = `ferry-webhook/${WEBHOOK_PLUGIN_VERSION}`;

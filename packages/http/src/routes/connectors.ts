@@ -1,4 +1,5 @@
-import { inputSchemas, type CreateConnectorInput, type UpdateConnectorInput } from '@ferry/core';
+import type { CreateConnectorInput, UpdateConnectorInput } from '@ferry/core';
+import { inputSchemas } from '@ferry/core/internal';
 import { Type } from '@sinclair/typebox';
 import { PAGE_QUERY } from '../query.js';
 import type { RouteDefinition } from '../route.js';

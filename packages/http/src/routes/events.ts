@@ -1,4 +1,4 @@
-import { inputSchemas } from '@ferry/core';
+import { inputSchemas } from '@ferry/core/internal';
 import { PAGE_QUERY } from '../query.js';
 import type { RouteDefinition } from '../route.js';
 import { accepted, ok } from './respond.js';

@@ -1,4 +1,5 @@
-import { inputSchemas, type CreatePipelineInput, type UpdatePipelineInput } from '@ferry/core';
+import type { CreatePipelineInput, UpdatePipelineInput } from '@ferry/core';
+import { inputSchemas } from '@ferry/core/internal';
 import { PAGE_QUERY } from '../query.js';
 import type { RouteDefinition } from '../route.js';
 import { accepted, created, noContent, ok } from './respond.js';
