@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, postgres as postgresStorage, type Engine } from '@ferry/core';
+import { engineContext, openConnector } from '@ferry/core/internal';
 import { postgres } from '@ferry/postgres';
 import { getSharedTestPostgres, eventually, VirtualClock } from '@ferry/testing';
 
@@ -96,8 +97,8 @@ it('rotates a connector with ALTER ROLE while a pipeline streams 100,000 rows: e
       }
     };
     expect(await attempt(oldPassword)).toBe('28P01');
-    const opened = (engine.connectors as unknown as { open(ws: string, id: string): Promise<{ config: { connection_string: string } }> }).open(ws, source.id);
-    const newPassword = decodeURIComponent(new URL((await opened).config.connection_string).password);
+    const opened = await openConnector(engineContext(engine), ws, source.id);
+    const newPassword = decodeURIComponent(new URL(String(opened.config.connection_string)).password);
     expect(newPassword).not.toBe(oldPassword);
     expect(await attempt(newPassword)).toBe('ok');
   } finally {

@@ -33,6 +33,19 @@ import { builtinTransforms } from './transforms/index.js';
 import { resolveDeliveryOptions, type DeliveryOptionsInput } from './webhooks/delivery-options.js';
 import { WebhookDelivery } from './webhooks/webhook-delivery.js';
 
+/** Each engine's context: for Ferry's own packages and tests, through {@link engineContext}. */
+const contexts = new WeakMap<Engine, EngineContext>();
+
+/**
+ * The engine's context (its storage, clock, registry, secret box...): for Ferry's own packages
+ * and its tests, exported by `@ferry/core/internal` only. Unstable.
+ */
+export function engineContext(engine: Engine): EngineContext {
+  const context = contexts.get(engine);
+  if (!context) throw new Error('Not an engine built by createEngine.');
+  return context;
+}
+
 /** Options of {@link createEngine}. */
 export interface EngineOptions {
   /** Where state lives: `sqlite({ filename })` or `postgres({ connectionString })`. */
@@ -164,7 +177,20 @@ export class Engine {
         }
       },
     };
-    this.container = createEngineContainer(context);
+    contexts.set(this, context);
+    // The workers first, from the context alone; then the services, each told of them through
+    // its constructor (see EngineHooks).
+    this.runtime = new PipelineRuntime(context, resolveRuntimeOptions(options.runtime));
+    const outbound = new OutboundClient({ allow: context.settings.outboundAllow, clock: this.clock });
+    this.delivery = new WebhookDelivery(context, outbound, resolveDeliveryOptions(options.webhookDelivery));
+    this.retention = new RetentionJob(context, resolveRetentionOptions(options.runtime === false ? undefined : options.retention));
+    this.container = createEngineContainer(context, {
+      drain: (pipelineId) => this.runtime.drain(pipelineId),
+      pipelineChanged: (pipelineId) => this.runtime.changed(pipelineId),
+      replayRequested: () => this.runtime.replayRequested(),
+      releaseSource: (row) => this.runtime.releaseSource(row),
+      deliveriesDue: () => this.delivery.poke(),
+    });
     this.connectors = this.guard(this.container.resolve(ConnectorsService));
     this.pipelines = this.guard(this.container.resolve(PipelinesService));
     this.events = this.guard(this.container.resolve(EventsService));
@@ -173,16 +199,6 @@ export class Engine {
     this.workspaces = this.guard(this.container.resolve(WorkspacesService));
     this.ingest = this.guard(this.container.resolve(IngestService));
     this.idempotency = this.guard(this.container.resolve(IdempotencyService));
-    const connectors = this.container.resolve(ConnectorsService);
-    const pipelines = this.container.resolve(PipelinesService);
-    this.runtime = new PipelineRuntime(context, connectors, pipelines, resolveRuntimeOptions(options.runtime));
-    pipelines.setLifecycleHooks(this.runtime);
-    connectors.setLifecycleHooks(this.runtime);
-    this.container.resolve(EventsService).setReplayListener(() => this.runtime.replayRequested());
-    const outbound = new OutboundClient({ allow: context.settings.outboundAllow, clock: this.clock });
-    this.delivery = new WebhookDelivery(context, outbound, resolveDeliveryOptions(options.webhookDelivery));
-    this.container.resolve(WebhooksService).setDeliveryListener(() => this.delivery.poke());
-    this.retention = new RetentionJob(context, resolveRetentionOptions(options.runtime === false ? undefined : options.retention));
   }
 
   /**

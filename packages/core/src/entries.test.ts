@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
  * promise to embedders and plugin authors; the budget keeps it to what they need. A name that
  * only Ferry's own packages use belongs in `@ferry/core/internal`.
  */
-const BUDGET = { public: 90, internal: 130 };
+const BUDGET = { public: 90, internal: 140 };
 
 function exportsOf(...files: string[]): string[][] {
   const paths = files.map((f) => fileURLToPath(new URL(f, import.meta.url)));

@@ -7,6 +7,9 @@
  *
  * @packageDocumentation
  */
+export { engineContext } from './engine.js';
+export type { EngineContext } from './engine-context.js';
+export { openConnector, connectorContext, type OpenedConnector } from './services/opened-connector.js';
 export type { SqliteOptions, PostgresOptions, Dialect } from './storage/storage-config.js';
 export { FerryStorage, Repositories, openStorage } from './storage/ferry-storage.js';
 export { isStorageUnavailable, translateStorageError } from './storage/storage-errors.js';

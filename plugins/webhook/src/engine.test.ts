@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { createEngine, generateWebhookSecret, sqlite, type Engine } from '@ferry/core';
-import { REDACTED } from '@ferry/core/internal';
+import { connectorContext, engineContext, openConnector, REDACTED } from '@ferry/core/internal';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhook } from './index.js';
 import { startReceiver, type TestReceiver } from './test-receiver.js';
@@ -37,9 +37,10 @@ describe('webhook registered in an engine', () => {
     expect(receiver.requests[before]!.method).toBe('HEAD');
 
     // The runtime's path: open with secrets in clear, build the destination in the engine's context.
-    const opened = await engine.connectors.open('default', created.id);
+    const ctx = engineContext(engine);
+    const opened = await openConnector(ctx, 'default', created.id);
     expect(opened.config).toMatchObject({ signing_secret: secret, headers: { Authorization: 'Bearer s3cret-token' }, batch_size: 1, timeout_ms: 15_000 });
-    const context = { ...engine.connectors.pluginContext(opened, new AbortController().signal), pipelineId: 'pip_1', inbox: { read: async () => ({ records: [], checkpoint: null }) } };
+    const context = { ...connectorContext(ctx, opened, new AbortController().signal), pipelineId: 'pip_1', inbox: { read: async () => ({ records: [], checkpoint: null }) } };
     const destination = await opened.plugin.definition.destination!(context);
     const event = { id: 'evt_1', type: 'order.created', occurredAt: '2025-01-01T00:00:00.000Z', payload: { total: 3 } };
     expect(await destination.write([event], new AbortController().signal)).toEqual([{ ok: true }]);

@@ -2,7 +2,7 @@ import type { EngineContext } from '../engine-context.js';
 import { isFerryError } from '../errors.js';
 import { scrub } from '../plugin/config-secrets.js';
 import type { ConnectorHealth, ConnectorInbox, Destination, Source } from '../plugin/types.js';
-import type { ConnectorsService, OpenedConnector } from '../services/connectors-service.js';
+import { connectorContext, openConnector, recordConnectorHealth, type OpenedConnector } from '../services/opened-connector.js';
 import type { ConnectorRow } from '../storage/repositories/connectors-repo.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
 import { FlowError, toFlowError } from './flow-error.js';
@@ -30,15 +30,14 @@ export interface PipelineConnections {
  */
 export async function openConnections(
   ctx: EngineContext,
-  connectors: ConnectorsService,
   pipeline: PipelineRow,
   options: { withSource: boolean; signal: AbortSignal },
 ): Promise<PipelineConnections> {
   let source: OpenedConnector;
   let destination: OpenedConnector;
   try {
-    source = await connectors.open(pipeline.workspace_id, pipeline.source_connector_id);
-    destination = await connectors.open(pipeline.workspace_id, pipeline.destination_connector_id);
+    source = await openConnector(ctx, pipeline.workspace_id, pipeline.source_connector_id);
+    destination = await openConnector(ctx, pipeline.workspace_id, pipeline.destination_connector_id);
   } catch (error) {
     if (isFerryError(error, 'unavailable')) throw new FlowError('internal', 'connector_type_unavailable', error.message, false, { cause: error });
     throw error;
@@ -59,7 +58,7 @@ export async function openConnections(
   };
   try {
     const pluginContext = (c: OpenedConnector) => ({
-      ...connectors.pluginContext(c, options.signal),
+      ...connectorContext(ctx, c, options.signal),
       pipelineId: pipeline.id,
       inbox: connectorInbox(ctx, c.row.id),
       reportLag: (bytes: number) => {
@@ -106,7 +105,7 @@ export class HealthReporter {
   private readonly known = new Map<string, ConnectorHealth>();
 
   constructor(
-    private readonly connectors: ConnectorsService,
+    private readonly ctx: EngineContext,
     private readonly downAfter: number,
   ) {}
 
@@ -123,7 +122,7 @@ export class HealthReporter {
     // session, another engine) counts from 1 but must not report it `degraded` again.
     if (before === health || (before === 'down' && health === 'degraded')) return;
     this.known.set(connector.row.id, health);
-    await this.connectors.recordHealth(connector.row, health, before === 'healthy' ? error : undefined);
+    await recordConnectorHealth(this.ctx, connector.row, health, before === 'healthy' ? error : undefined);
   }
 
   /** A success. */
@@ -131,7 +130,7 @@ export class HealthReporter {
     const before = this.known.get(connector.row.id) ?? connector.row.health;
     if (before === 'healthy') return;
     this.known.set(connector.row.id, 'healthy');
-    await this.connectors.recordHealth(connector.row, 'healthy');
+    await recordConnectorHealth(this.ctx, connector.row, 'healthy');
   }
 }
 

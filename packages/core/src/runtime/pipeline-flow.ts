@@ -4,7 +4,6 @@ import { sleep } from '../clock.js';
 import type { EngineContext } from '../engine-context.js';
 import { isFerryError } from '../errors.js';
 import type { Checkpoint, JsonObject, PullSource, PushSource, SourceBatch, SourceRecord, TransformEvent } from '../plugin/types.js';
-import type { ConnectorsService } from '../services/connectors-service.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
 import type { WriterOrder } from '../storage/sqlite-writer-thread.js';
 import { backoffDelay, MAX_BACKOFF_ATTEMPT } from './backoff.js';
@@ -53,7 +52,6 @@ export interface FlowSpec {
 /** What a flow needs from the engine. */
 export interface FlowDeps {
   ctx: EngineContext;
-  connectors: ConnectorsService;
   options: RuntimeOptions;
 }
 
@@ -118,7 +116,7 @@ export class PipelineFlow {
     private readonly deps: FlowDeps,
     private readonly spec: FlowSpec,
   ) {
-    this.health = new HealthReporter(deps.connectors, deps.options.downAfterAttempts);
+    this.health = new HealthReporter(deps.ctx, deps.options.downAfterAttempts);
   }
 
   /**
@@ -220,7 +218,7 @@ export class PipelineFlow {
         return this.conns;
       }
       await this.close();
-      return openConnections(this.deps.ctx, this.deps.connectors, row, { withSource: true, signal: this.hard.signal });
+      return openConnections(this.deps.ctx, row, { withSource: true, signal: this.hard.signal });
     });
     this.conns = conns;
     this.health.observe(conns.source);

@@ -1,7 +1,6 @@
 import type { ClockTimer } from '../clock.js';
 import { nowIso, transact, type EngineContext } from '../engine-context.js';
-import type { ConnectorsService } from '../services/connectors-service.js';
-import type { PipelineLifecycleHooks, PipelinesService } from '../services/pipelines-service.js';
+import { finishPipelineDeletion } from '../services/pipelines-service.js';
 import type { Repositories } from '../storage/ferry-storage.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
 import { pipelineLeaseName } from './lease-keeper.js';
@@ -22,7 +21,7 @@ import { StreamWorker } from './stream-worker.js';
  * reads the active pipelines again, which is how it sees changes made by other engines, takes
  * over pipelines whose holder died, and finds runs and replays queued elsewhere.
  */
-export class PipelineRuntime implements PipelineLifecycleHooks {
+export class PipelineRuntime {
   private readonly streams = new Map<string, StreamWorker>();
   private readonly scheduler: Scheduler;
   private readonly executor: RunExecutor;
@@ -35,11 +34,9 @@ export class PipelineRuntime implements PipelineLifecycleHooks {
 
   constructor(
     private readonly ctx: EngineContext,
-    connectors: ConnectorsService,
-    private readonly pipelines: PipelinesService,
     private readonly options: RuntimeOptions,
   ) {
-    this.deps = { ctx, connectors, options };
+    this.deps = { ctx, options };
     this.scheduler = new Scheduler(ctx, () => void this.executor.pump());
     this.executor = new RunExecutor(this.deps, (id) => this.finishDeletionIfIdle(id));
     this.replays = new ReplayWorker(this.deps);
@@ -175,7 +172,7 @@ export class PipelineRuntime implements PipelineLifecycleHooks {
 
   /** Lets a deleted pipeline's source release what it keeps for it (the plugin's `releaseSource`). */
   releaseSource(row: PipelineRow): Promise<boolean> {
-    return releasePipelineSource(this.ctx, this.deps.connectors, row);
+    return releasePipelineSource(this.ctx, row);
   }
 
   /**
@@ -201,7 +198,7 @@ export class PipelineRuntime implements PipelineLifecycleHooks {
         if (!stopped || !(await this.releaseSource(stopped))) return;
         await transact(this.ctx, async (repos, emit) => {
           const row = await idle(repos);
-          if (row) await this.pipelines.finishDeletion(repos, row, emit);
+          if (row) await finishPipelineDeletion(this.ctx, repos, row, emit);
         });
       } catch (error) {
         this.ctx.logger.warn({ pipeline_id: pipelineId, err: (error as Error)?.message }, 'finishing a deletion failed; the next poll tries again');

@@ -58,7 +58,7 @@ export class ReplayWorker {
 
   /** Claims one pipeline's worth of requests and replays them; false when none is due. */
   private async replayOne(): Promise<boolean> {
-    const { ctx, options, connectors } = this.deps;
+    const { ctx, options } = this.deps;
     const repos = ctx.storage.repos;
     const first = await repos.events.replays.claim<Record<string, unknown>>({
       where: (q) => {
@@ -97,7 +97,7 @@ export class ReplayWorker {
     }
     let conns;
     try {
-      conns = await openConnections(ctx, connectors, pipeline, { withSource: false, signal: this.stopper.signal });
+      conns = await openConnections(ctx, pipeline, { withSource: false, signal: this.stopper.signal });
     } catch (error) {
       await release();
       throw error;

@@ -1,7 +1,7 @@
 import { transact, type EngineContext } from '../engine-context.js';
 import { scrub } from '../plugin/config-secrets.js';
 import { ConnectorError } from '../plugin/connector-error.js';
-import type { ConnectorsService, OpenedConnector } from '../services/connectors-service.js';
+import { connectorContext, openConnector, type OpenedConnector } from '../services/opened-connector.js';
 import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
 import { connectorInbox } from './pipeline-connections.js';
 
@@ -18,10 +18,10 @@ const RELEASE_TIMEOUT_MS = 60_000;
  * ones for a day since the deletion began, announced as `connector.error` with code
  * `release_failed`). False to try again at the next poll.
  */
-export async function releasePipelineSource(ctx: EngineContext, connectors: ConnectorsService, row: PipelineRow): Promise<boolean> {
+export async function releasePipelineSource(ctx: EngineContext, row: PipelineRow): Promise<boolean> {
   let opened: OpenedConnector;
   try {
-    opened = await connectors.open(row.workspace_id, row.source_connector_id);
+    opened = await openConnector(ctx, row.workspace_id, row.source_connector_id);
   } catch (error) {
     // The type is not registered on this engine (or the connector cannot be read): another
     // engine, or this one after a redeploy, may do it.
@@ -34,7 +34,7 @@ export async function releasePipelineSource(ctx: EngineContext, connectors: Conn
   const timer = ctx.clock.setTimeout(() => abort.abort(new ConnectorError('timeout', 'Releasing the source took too long.', { retryable: true })), RELEASE_TIMEOUT_MS);
   try {
     await Promise.race([
-      release({ ...connectors.pluginContext(opened, abort.signal), pipelineId: row.id, inbox: connectorInbox(ctx, opened.row.id) }, checkpoint),
+      release({ ...connectorContext(ctx, opened, abort.signal), pipelineId: row.id, inbox: connectorInbox(ctx, opened.row.id) }, checkpoint),
       new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(abort.signal.reason), { once: true })),
     ]);
     return true;

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PlatformEvent } from '../domain.js';
-import { createEngine, type Engine } from '../engine.js';
+import { createEngine, engineContext, type Engine } from '../engine.js';
+import { openConnector } from './opened-connector.js';
 import { isFerryError } from '../errors.js';
 import { ConnectorError } from '../plugin/connector-error.js';
 import { defineConnector } from '../plugin/define.js';
@@ -47,7 +48,7 @@ async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
   }
 }
 const password = async (id: string) => (await engine.storage.repos.connectors.get('ws', id))!;
-const opened = (id: string) => (engine.connectors as unknown as { open(ws: string, id: string): Promise<{ config: { password?: string } }> }).open('ws', id);
+const opened = async (id: string) => (await openConnector(engineContext(engine), 'ws', id)) as { config: { password?: string } };
 
 beforeEach(async () => {
   gate = undefined;

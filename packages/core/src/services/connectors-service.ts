@@ -1,10 +1,10 @@
-import type { CheckResult, ConnectorContext, JsonObject } from '../plugin/types.js';
+import type { CheckResult, JsonObject } from '../plugin/types.js';
 import { connectorOutboundFor, URL_NOT_ALLOWED } from '../connector-outbound.js';
 import type { Connector, CreateConnectorInput, Page, PageParams, UpdateConnectorInput } from '../domain.js';
 import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../engine-context.js';
 import { FerryError, isFerryError, notFound, validationError, type FieldError } from '../errors.js';
 import { paginate } from '../pagination.js';
-import { joinSecrets, mergeConfig, scrub, secretStrings, splitSecrets, type SplitConfig } from '../plugin/config-secrets.js';
+import { joinSecrets, mergeConfig, scrub, splitSecrets } from '../plugin/config-secrets.js';
 import { ConnectorError } from '../plugin/connector-error.js';
 import type { RegisteredConnector } from '../plugin/registry.js';
 import { REDACTED } from '../plugin/secret.js';
@@ -13,17 +13,8 @@ import type { ConnectorRow } from '../storage/repositories/connectors-repo.js';
 import { assertSchema, assertText, pointerToken, schemaErrors } from '../validation.js';
 import { Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import type { PipelineLifecycleHooks } from './pipelines-service.js';
-
-/** A connector with its config in clear, as plugins receive it. Internal to the engine. */
-export interface OpenedConnector {
-  row: ConnectorRow;
-  plugin: RegisteredConnector;
-  /** Full config, secrets decrypted and schema defaults applied. */
-  config: JsonObject;
-  /** Secret values, to scrub from any message before it is stored or logged. */
-  secretValues: string[];
-}
+import { NO_ENGINE_HOOKS, type EngineHooks } from './engine-hooks.js';
+import { connectorContext, openConnector, recordConnectorHealth, registeredConnector, sealConnectorSecrets, unsealConnectorSecrets } from './opened-connector.js';
 
 /** Input of {@link ConnectorsService.rotate}. */
 export interface RotateConnectorInput {
@@ -57,14 +48,10 @@ const CHECK_TIMEOUT_MS = 10_000;
  * the way out, and live checks through the plugin (contract section 5).
  */
 export class ConnectorsService {
-  private hooks: PipelineLifecycleHooks = { drain: async () => undefined, changed: () => undefined };
-
-  constructor(private readonly ctx: EngineContext) {}
-
-  /** Used by the runtime: a rotation lets the in-flight batches of the pipelines it pauses finish. */
-  setLifecycleHooks(hooks: PipelineLifecycleHooks): void {
-    this.hooks = hooks;
-  }
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly hooks: EngineHooks = NO_ENGINE_HOOKS,
+  ) {}
 
   /** Creates a connector (`validation_failed`, `invalid_direction`). */
   async create(workspaceId: string, input: CreateConnectorInput): Promise<Connector> {
@@ -94,7 +81,7 @@ export class ConnectorsService {
       type: input.type,
       direction: input.direction,
       config: split.plain,
-      secrets: this.seal(workspaceId, id, split.secrets),
+      secrets: sealConnectorSecrets(this.ctx, workspaceId, id, split.secrets),
       health: 'healthy',
       health_checked_at: null,
       last_error: null,
@@ -129,8 +116,8 @@ export class ConnectorsService {
   async signingSecret(workspaceId: string, id: string): Promise<{ signing_secret: string }> {
     const row = await reader(this.ctx).connectors.get(workspaceId, id);
     if (!row) throw notFound('connector', id);
-    const field = this.registeredFor(row).definition.readableSecret;
-    const value = field === undefined ? undefined : this.unseal(row).find((s) => s.path.length === 1 && s.path[0] === field)?.value;
+    const field = registeredConnector(this.ctx, row).definition.readableSecret;
+    const value = field === undefined ? undefined : unsealConnectorSecrets(this.ctx, row).find((s) => s.path.length === 1 && s.path[0] === field)?.value;
     if (typeof value !== 'string') throw new FerryError('not_found', `A ${row.type} connector has no signing secret.`);
     return { signing_secret: value };
   }
@@ -170,17 +157,17 @@ export class ConnectorsService {
           throw new FerryError('rotation_in_progress', 'The connector is rotating its credentials; change its config when the rotation completes.', { currentStatus: 'rotating' });
         }
         // Secrets are decrypted only when the config changes: a rename works even without the key.
-        const plugin = this.registeredFor(row);
-        const merged = mergeConfig(joinSecrets(row.config, this.unseal(row)), input.config, plugin.secretPaths);
+        const plugin = registeredConnector(this.ctx, row);
+        const merged = mergeConfig(joinSecrets(row.config, unsealConnectorSecrets(this.ctx, row)), input.config, plugin.secretPaths);
         this.validateConfig(plugin, merged, row.direction);
         const split = splitSecrets(merged, plugin.secretPaths);
         patch.config = split.plain;
-        patch.secrets = this.seal(workspaceId, id, split.secrets);
+        patch.secrets = sealConnectorSecrets(this.ctx, workspaceId, id, split.secrets);
       }
       await repos.connectors.update(workspaceId, id, patch);
     });
     // Pipelines on it open it again, with the new config, before their next batch.
-    if (input.config !== undefined) for (const p of await reader(this.ctx).pipelines.referencing(workspaceId, id)) this.hooks.changed(p.id);
+    if (input.config !== undefined) for (const p of await reader(this.ctx).pipelines.referencing(workspaceId, id)) this.hooks.pipelineChanged(p.id);
     return this.get(workspaceId, id);
   }
 
@@ -203,7 +190,7 @@ export class ConnectorsService {
    * `connector.health_changed`, a failure `connector.error`.
    */
   async check(workspaceId: string, id: string): Promise<{ health: Connector['health']; latency_ms: number; error?: { code: string; message: string }; details?: JsonObject }> {
-    const opened = await this.open(workspaceId, id);
+    const opened = await openConnector(this.ctx, workspaceId, id);
     const started = this.ctx.clock.now();
     let result: CheckResult;
     const abort = new AbortController();
@@ -212,7 +199,7 @@ export class ConnectorsService {
       const check = opened.plugin.definition.check;
       result = check
         ? await Promise.race([
-            check(this.pluginContext(opened, abort.signal)),
+            check(connectorContext(this.ctx, opened, abort.signal)),
             new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(new FerryError('unavailable', 'check timed out')), { once: true })),
           ])
         : { health: opened.row.health, latencyMs: 0 };
@@ -227,31 +214,9 @@ export class ConnectorsService {
       timer.cancel();
     }
     const error = result.error ? { code: result.error.code, message: scrub(result.error.message, opened.secretValues).slice(0, 1000) } : undefined;
-    await this.recordHealth(opened.row, result.health, error);
+    await recordConnectorHealth(this.ctx, opened.row, result.health, error);
     const details = result.details ? (JSON.parse(scrub(JSON.stringify(result.details), opened.secretValues)) as JsonObject) : undefined;
     return { health: result.health, latency_ms: Math.max(0, Math.round(result.latencyMs)), ...(error ? { error } : {}), ...(details ? { details } : {}) };
-  }
-
-  /**
-   * Records a connector's health (from a check, a read or a write). Emits
-   * `connector.health_changed` when it changes and `connector.error` when `error` is given.
-   */
-  async recordHealth(row: Pick<ConnectorRow, 'id' | 'workspace_id' | 'health'>, health: Connector['health'], error?: { code: string; message: string }): Promise<void> {
-    const now = nowIso(this.ctx);
-    await transact(this.ctx, async (repos, emit) => {
-      // Locked: concurrent reports are applied one after the other, so every change is emitted.
-      const current = await repos.connectors.get(row.workspace_id, row.id, 'update');
-      if (!current) return;
-      await repos.connectors.update(row.workspace_id, row.id, {
-        health,
-        health_checked_at: now,
-        last_error: error ? { ...error, at: now } : current.last_error,
-      });
-      if (current.health !== health) {
-        emit(row.workspace_id, 'connector.health_changed', { connector_id: row.id, previous_health: current.health, health });
-      }
-      if (error) emit(row.workspace_id, 'connector.error', { connector_id: row.id, error: error.code, message: error.message });
-    });
   }
 
   /**
@@ -264,7 +229,7 @@ export class ConnectorsService {
    */
   async rotate(workspaceId: string, id: string, input: RotateConnectorInput = {}): Promise<ConnectorRotationResult> {
     assertSchema(ROTATE_INPUT, input);
-    const opened = await this.open(workspaceId, id);
+    const opened = await openConnector(this.ctx, workspaceId, id);
     const { plugin } = opened;
     const supplied = input.config;
     if (supplied !== undefined) this.assertSecretFields(plugin, supplied);
@@ -296,7 +261,7 @@ export class ConnectorsService {
       if (row.health !== 'degraded') emit(workspaceId, 'connector.health_changed', { connector_id: id, previous_health: row.health, health: 'degraded' });
       return ids;
     });
-    for (const pipelineId of paused) this.hooks.changed(pipelineId);
+    for (const pipelineId of paused) this.hooks.pipelineChanged(pipelineId);
     await Promise.all(paused.map((pipelineId) => this.hooks.drain(pipelineId)));
 
     // 2. New secret fields, merged and validated; 3. swapped in; 4. checked.
@@ -308,13 +273,13 @@ export class ConnectorsService {
       if (supplied) this.assertSecretFields(plugin, supplied);
       const rotate = plugin.definition.rotate;
       const fields = rotate
-        ? ((await rotate(this.pluginContext(opened, new AbortController().signal), supplied ? { config: supplied } : {})) as JsonObject)
+        ? ((await rotate(connectorContext(this.ctx, opened, new AbortController().signal), supplied ? { config: supplied } : {})) as JsonObject)
         : supplied!;
       this.assertSecretFields(plugin, fields);
-      const merged = mergeConfig(joinSecrets(opened.row.config, this.unseal(opened.row)), fields, plugin.secretPaths);
+      const merged = mergeConfig(joinSecrets(opened.row.config, unsealConnectorSecrets(this.ctx, opened.row)), fields, plugin.secretPaths);
       this.validateConfig(plugin, merged, opened.row.direction);
       const split = splitSecrets(merged, plugin.secretPaths);
-      await transact(this.ctx, (repos) => repos.connectors.update(workspaceId, id, { config: split.plain, secrets: this.seal(workspaceId, id, split.secrets) }));
+      await transact(this.ctx, (repos) => repos.connectors.update(workspaceId, id, { config: split.plain, secrets: sealConnectorSecrets(this.ctx, workspaceId, id, split.secrets) }));
       if (supplied === undefined) revealed = this.generatedReadable(plugin, {}, fields);
       const checked = await this.check(workspaceId, id);
       if (checked.health === 'down') {
@@ -386,7 +351,7 @@ export class ConnectorsService {
       if (outcome === 'completed') emit(workspaceId, 'connector.rotated', { connector_id: id, paused_pipeline_ids: state.paused_pipeline_ids ?? [] });
       return ids;
     });
-    for (const pipelineId of resumed) this.hooks.changed(pipelineId);
+    for (const pipelineId of resumed) this.hooks.pipelineChanged(pipelineId);
   }
 
   /** Rotation input may name secret fields only, with real values. */
@@ -401,49 +366,11 @@ export class ConnectorsService {
     if (errors.length > 0) throw validationError(errors);
   }
 
-  /** Loads a connector with its config in clear. Internal: the runtime and rotation use it. */
-  async open(workspaceId: string, id: string): Promise<OpenedConnector> {
-    const row = await reader(this.ctx).connectors.get(workspaceId, id);
-    if (!row) throw notFound('connector', id);
-    const plugin = this.registeredFor(row);
-    const secrets = this.unseal(row);
-    const full = joinSecrets(row.config, secrets);
-    return {
-      row,
-      plugin,
-      config: Value.Default(plugin.definition.configSchema, structuredClone(full)) as JsonObject,
-      secretValues: secretStrings(secrets),
-    };
-  }
-
-  /** The plugin context of an opened connector. */
-  pluginContext(opened: OpenedConnector, signal: AbortSignal): ConnectorContext<JsonObject> {
-    return {
-      config: opened.config,
-      connectorId: opened.row.id,
-      workspaceId: opened.row.workspace_id,
-      direction: opened.row.direction,
-      logger: this.ctx.logger.child({ connector_id: opened.row.id, connector_type: opened.row.type }),
-      clock: this.ctx.clock,
-      signal,
-      // The engine's one policy, shared by every context of this engine (built once per list).
-      outbound: connectorOutboundFor(this.ctx.settings.outboundAllow),
-    };
-  }
-
   private plugin(type: string, pointer: string): RegisteredConnector {
     const plugin = this.ctx.registry.connector(type);
     if (!plugin) {
       const known = this.ctx.registry.connectorTypes();
       throw validationError([{ pointer, code: 'enum', detail: `Unknown connector type; this engine supports: ${known.join(', ') || 'none'}.` }]);
-    }
-    return plugin;
-  }
-
-  private registeredFor(row: ConnectorRow): RegisteredConnector {
-    const plugin = this.ctx.registry.connector(row.type);
-    if (!plugin) {
-      throw new FerryError('unavailable', `Connector type ${JSON.stringify(row.type)} is not registered in this engine.`, { retryAfterSeconds: 60 });
     }
     return plugin;
   }
@@ -463,15 +390,6 @@ export class ConnectorsService {
       throw new FerryError(URL_NOT_ALLOWED, errors[0]!.detail, { errors });
     }
     if (errors.length > 0) throw validationError(errors, 'The connector config is not valid.');
-  }
-
-  // The row id and workspace are the AAD: a sealed value copied onto another row does not open.
-  private seal(workspaceId: string, id: string, secrets: SplitConfig['secrets']): string | null {
-    return secrets.length === 0 ? null : this.ctx.box.seal(JSON.stringify(secrets), `connector:${workspaceId}:${id}`);
-  }
-
-  private unseal(row: ConnectorRow): SplitConfig['secrets'] {
-    return row.secrets === null ? [] : (JSON.parse(this.ctx.box.open(row.secrets, `connector:${row.workspace_id}:${row.id}`)) as SplitConfig['secrets']);
   }
 
   /**

@@ -5,6 +5,7 @@ import { paginate } from '../pagination.js';
 import { inputSchemas, TimestampSchema } from '../schemas.js';
 import type { EventRow } from '../storage/repositories/events-repo.js';
 import { assertSchema, assertText, compile } from '../validation.js';
+import { NO_ENGINE_HOOKS, type EngineHooks } from './engine-hooks.js';
 
 const EVENT_STATUSES: readonly EventStatus[] = ['delivered', 'filtered', 'dead_lettered', 'replaying'];
 
@@ -25,14 +26,10 @@ export function normalizeTimestamp(value: string, pointer: string): string {
  * one or in bulk. The runtime performs the replay; this service records the request.
  */
 export class EventsService {
-  private onReplayRequested: () => void = () => undefined;
-
-  constructor(private readonly ctx: EngineContext) {}
-
-  /** Used by the runtime: called after replays were requested, so they start at once. */
-  setReplayListener(listener: () => void): void {
-    this.onReplayRequested = listener;
-  }
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly hooks: EngineHooks = NO_ENGINE_HOOKS,
+  ) {}
 
   /** Lists a pipeline's events by `(occurred_at, id)`; `next_cursor` is kept for tailing. */
   async list(workspaceId: string, pipelineId: string, params: ListEventsParams = {}): Promise<Page<EventRecord>> {
@@ -83,7 +80,7 @@ export class EventsService {
       if (letter) await repos.events.putDeadLetter({ ...letter, replay_requested_at: now });
       return presentEvent({ ...row, status: 'replaying', updated_at: now });
     });
-    this.onReplayRequested();
+    this.hooks.replayRequested();
     return record;
   }
 
@@ -100,7 +97,7 @@ export class EventsService {
       if (!(await repos.pipelines.get(workspaceId, pipelineId))) throw notFound('pipeline', pipelineId);
       return { count: await repos.events.requestBulkReplay(workspaceId, pipelineId, filters, now) };
     });
-    if (result.count > 0) this.onReplayRequested();
+    if (result.count > 0) this.hooks.replayRequested();
     return result;
   }
 }

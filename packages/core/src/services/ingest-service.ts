@@ -6,7 +6,7 @@ import { FerryError, notFound, validationError } from '../errors.js';
 import type { JsonObject } from '../plugin/types.js';
 import type { InboxRow } from '../storage/repositories/inbox-repo.js';
 import { schemaErrors } from '../validation.js';
-import { ConnectorsService } from './connectors-service.js';
+import { openConnector } from './opened-connector.js';
 import { normalizeTimestamp } from './events-service.js';
 
 /** Most events one ingest request may carry (contract section 11). */
@@ -40,11 +40,7 @@ type Received = { type: string; occurred_at?: string; payload: JsonObject };
  * pipeline reads them from there. A sender's retry (same `webhook-id`) is stored once.
  */
 export class IngestService {
-  private readonly connectors: ConnectorsService;
-
-  constructor(private readonly ctx: EngineContext) {
-    this.connectors = new ConnectorsService(ctx);
-  }
+  constructor(private readonly ctx: EngineContext) {}
 
   /**
    * Verifies, parses and stores one request. An unknown connector, one of another type or a
@@ -54,7 +50,7 @@ export class IngestService {
   async receive(connectorId: string, rawBody: string | Uint8Array, headers: Record<string, string | string[] | undefined>): Promise<IngestResult> {
     const row = await reader(this.ctx).connectors.getAnyWorkspace(connectorId);
     if (!row || row.type !== 'webhook' || row.direction === 'destination') throw notFound('connector', connectorId);
-    const opened = await this.connectors.open(row.workspace_id, row.id);
+    const opened = await openConnector(this.ctx, row.workspace_id, row.id);
     const secret = opened.config.signing_secret;
     let messageId: string;
     try {

@@ -11,6 +11,7 @@ import type { PipelineRow } from '../storage/repositories/pipelines-repo.js';
 import type { NewRun, RunRow } from '../storage/repositories/runs-repo.js';
 import { assertText, schemaErrors } from '../validation.js';
 import type { TSchema } from '@sinclair/typebox';
+import { NO_ENGINE_HOOKS, type EngineHooks } from './engine-hooks.js';
 
 /** The result of deleting a pipeline: gone at once, or `deleting` until in-flight runs finish. */
 export type DeletePipelineResult = { status: 'deleted' } | { status: 'deleting'; pipeline: Pipeline };
@@ -18,37 +19,15 @@ export type DeletePipelineResult = { status: 'deleted' } | { status: 'deleting';
 const PIPELINE_STATES: readonly PipelineState[] = ['draft', 'active', 'paused', 'deleting'];
 
 /**
- * Hooks the runtime registers so state changes wait for in-flight work (pause and delete let
- * the current batch finish). Without a runtime there is nothing in flight and they resolve at once.
- */
-export interface PipelineLifecycleHooks {
-  /** Resolves when the pipeline has no batch in flight in this engine. */
-  drain(pipelineId: string): Promise<void>;
-  /** Tells the runtime the pipeline's definition or state changed. */
-  changed(pipelineId: string): void;
-  /** Tells the runtime dead-letter replays were requested. */
-  replayRequested?(): void;
-  /**
-   * Lets a deleted pipeline's source release what it keeps for it (see the plugin API's
-   * `releaseSource`); false when the deletion must wait for a later try.
-   */
-  releaseSource?(row: PipelineRow): Promise<boolean>;
-}
-
-/**
  * Pipelines: CRUD, names unique per workspace, the references and direction rules, schedule and
  * transform validation, and the state machine draft -> active <-> paused, deleting
  * (contract section 6).
  */
 export class PipelinesService {
-  private hooks: PipelineLifecycleHooks = { drain: async () => undefined, changed: () => undefined };
-
-  constructor(private readonly ctx: EngineContext) {}
-
-  /** Used by the runtime to take part in state changes. */
-  setLifecycleHooks(hooks: PipelineLifecycleHooks): void {
-    this.hooks = hooks;
-  }
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly hooks: EngineHooks = NO_ENGINE_HOOKS,
+  ) {}
 
   /** Creates a pipeline in `draft` (or `active` with `activate: true`). */
   async create(workspaceId: string, input: CreatePipelineInput): Promise<Pipeline> {
@@ -84,7 +63,7 @@ export class PipelinesService {
       emit(workspaceId, 'pipeline.created', { pipeline_id: row.id });
       if (row.state === 'active') emit(workspaceId, 'pipeline.activated', { pipeline_id: row.id });
     });
-    this.hooks.changed(row.id);
+    this.hooks.pipelineChanged(row.id);
     return this.present(row, null);
   }
 
@@ -143,14 +122,14 @@ export class PipelinesService {
         throw error;
       }
     });
-    this.hooks.changed(id);
+    this.hooks.pipelineChanged(id);
     return this.get(workspaceId, id);
   }
 
   /** draft or paused -> active (`invalid_state_transition` otherwise). Emits `pipeline.activated`. */
   async activate(workspaceId: string, id: string): Promise<Pipeline> {
     await this.transition(workspaceId, id, ['draft', 'paused'], 'active', 'pipeline.activated');
-    this.hooks.changed(id);
+    this.hooks.pipelineChanged(id);
     return this.get(workspaceId, id);
   }
 
@@ -160,7 +139,7 @@ export class PipelinesService {
    */
   async pause(workspaceId: string, id: string): Promise<Pipeline> {
     await this.transition(workspaceId, id, ['active'], 'paused', 'pipeline.paused');
-    this.hooks.changed(id);
+    this.hooks.pipelineChanged(id);
     await this.hooks.drain(id);
     return this.get(workspaceId, id);
   }
@@ -187,20 +166,20 @@ export class PipelinesService {
         if (releases) release = { ...row, state: 'deleting', updated_at: now };
         return { status: 'deleting', pipeline: this.present({ ...row, state: 'deleting', updated_at: now }, inFlight[inFlight.length - 1] ?? null) };
       }
-      await this.finishDeletion(repos, row, emit);
+      await finishPipelineDeletion(this.ctx, repos, row, emit);
       return { status: 'deleted' };
     });
     // Outside the transaction: releasing is I/O to the source system.
-    if (release && (await this.hooks.releaseSource?.(release)) !== false) {
+    if (release && await this.hooks.releaseSource(release)) {
       const deleting = result;
       result = await transact(this.ctx, async (repos, emit): Promise<DeletePipelineResult> => {
         const row = await repos.pipelines.get(workspaceId, id);
         if (!row || row.state !== 'deleting' || (await repos.runs.inFlight(id)).some((r) => r.status === 'running')) return deleting;
-        await this.finishDeletion(repos, row, emit);
+        await finishPipelineDeletion(this.ctx, repos, row, emit);
         return { status: 'deleted' };
       });
     }
-    this.hooks.changed(id);
+    this.hooks.pipelineChanged(id);
     return result;
   }
 
@@ -208,19 +187,6 @@ export class PipelinesService {
   private async sourceReleases(repos: Repositories, row: PipelineRow): Promise<boolean> {
     const source = await repos.connectors.get(row.workspace_id, row.source_connector_id);
     return source !== null && this.ctx.registry.connector(source.type)?.definition.releaseSource !== undefined;
-  }
-
-  /**
-   * Completes the deletion of a pipeline (queued runs are cancelled). Used by {@link delete} and
-   * by the runtime once the last in-flight run of a `deleting` pipeline finished.
-   */
-  async finishDeletion(repos: Repositories, row: PipelineRow, emit: (ws: string, type: 'pipeline.deleted', data: { pipeline_id: string }) => unknown): Promise<void> {
-    const now = nowIso(this.ctx);
-    for (const run of await repos.runs.inFlight(row.id)) {
-      if (run.status === 'queued') await repos.runs.update(run.id, { status: 'failed', finished_at: now, error: 'pipeline_deleted' });
-    }
-    await repos.pipelines.markDeleted(row.workspace_id, row.id, now);
-    emit(row.workspace_id, 'pipeline.deleted', { pipeline_id: row.id });
   }
 
   /**
@@ -247,7 +213,7 @@ export class PipelinesService {
       await repos.runs.insert(newRun);
       return (await repos.runs.get(workspaceId, newRun.id))!;
     });
-    this.hooks.changed(id);
+    this.hooks.pipelineChanged(id);
     return presentRun(run);
   }
 
@@ -387,4 +353,23 @@ export function presentRun(row: RunRow): Run {
     error: row.error,
     created_at: row.created_at,
   };
+}
+
+/**
+ * Completes the deletion of a pipeline (queued runs are cancelled). Used by
+ * {@link PipelinesService.delete} and by the runtime once the last in-flight run of a `deleting`
+ * pipeline finished.
+ */
+export async function finishPipelineDeletion(
+  ctx: EngineContext,
+  repos: Repositories,
+  row: PipelineRow,
+  emit: (ws: string, type: 'pipeline.deleted', data: { pipeline_id: string }) => unknown,
+): Promise<void> {
+  const now = nowIso(ctx);
+  for (const run of await repos.runs.inFlight(row.id)) {
+    if (run.status === 'queued') await repos.runs.update(run.id, { status: 'failed', finished_at: now, error: 'pipeline_deleted' });
+  }
+  await repos.pipelines.markDeleted(row.workspace_id, row.id, now);
+  emit(row.workspace_id, 'pipeline.deleted', { pipeline_id: row.id });
 }

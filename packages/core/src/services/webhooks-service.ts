@@ -22,6 +22,7 @@ import type { DeliveryRow } from '../storage/repositories/deliveries-repo.js';
 import type { WebhookRow } from '../storage/repositories/webhooks-repo.js';
 import { assertSchema } from '../validation.js';
 import { normalizeTimestamp } from './events-service.js';
+import { NO_ENGINE_HOOKS, type EngineHooks } from './engine-hooks.js';
 
 /** How many old secrets keep signing after rotations. */
 export const MAX_PREVIOUS_SECRETS = 5;
@@ -42,14 +43,10 @@ const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['pending', 'retrying', 'de
  * recovery. Sending is the delivery worker's job.
  */
 export class WebhooksService {
-  private onRedeliver: () => void = () => {};
-
-  constructor(private readonly ctx: EngineContext) {}
-
-  /** @internal The engine's delivery worker: told when a redelivery or recovery made deliveries due. */
-  setDeliveryListener(listener: () => void): void {
-    this.onRedeliver = listener;
-  }
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly hooks: EngineHooks = NO_ENGINE_HOOKS,
+  ) {}
 
   /** Creates a subscription; the response is the only one besides `getSecret` to show the secret. */
   async create(workspaceId: string, input: CreateWebhookInput): Promise<WebhookSubscriptionWithSecret> {
@@ -220,7 +217,7 @@ export class WebhooksService {
       }
       return presentDelivery({ ...row, ...patch });
     });
-    this.onRedeliver();
+    this.hooks.deliveriesDue();
     return delivery;
   }
 
@@ -238,7 +235,7 @@ export class WebhooksService {
       }
       return { count };
     });
-    if (result.count > 0) this.onRedeliver();
+    if (result.count > 0) this.hooks.deliveriesDue();
     return result;
   }
 
