@@ -22,6 +22,7 @@ import { kafka } from '@ferry/kafka';
 import { MemoryHub, startKafkaMock, type KafkaMock } from '@ferry/testing';
 import { emit } from '../emit.js';
 import { BATCH, EVENTS, WS, log, record, startEngine, until } from './harness.js';
+import { engineContext } from '@ferry/core/internal';
 
 /** The mock needs short group timings, or a consumer's leaving hangs. */
 const plugin = () => kafka({ consumer: { sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, maxWaitTimeMs: 100 } });
@@ -61,7 +62,7 @@ async function benchKafka(dir: string): Promise<void> {
       const destination = await engine.connectors.create(WS, { type: 'kafka', direction: 'destination', config: { brokers: cluster.brokers, topic: 'engine' } });
       started = performance.now();
       const pipeline = await engine.pipelines.create(WS, { name: 'to-kafka', source_connector_id: source.id, destination_connector_id: destination.id, batch_size: BATCH, activate: true });
-      await until(async () => (await engine.storage.repos.checkpoints.get(pipeline.id)) === EVENTS, 'the kafka destination to take every event');
+      await until(async () => (await engineContext(engine).storage.repos.checkpoints.get(pipeline.id)) === EVENTS, 'the kafka destination to take every event');
       emit('connectors', 'kafka: destination', EVENTS / ((performance.now() - started) / 1000), 'events/s', rawWrite);
       await engine.pipelines.pause(WS, pipeline.id);
     } finally {

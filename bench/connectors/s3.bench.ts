@@ -21,6 +21,7 @@ import { s3 } from '@ferry/s3';
 import { MemoryHub, startTestS3, type TestS3Server } from '@ferry/testing';
 import { emit } from '../emit.js';
 import { BATCH, EVENTS, WS, log, record, startEngine, until } from './harness.js';
+import { engineContext } from '@ferry/core/internal';
 
 async function benchS3(dir: string): Promise<void> {
   let server: TestS3Server | undefined;
@@ -60,7 +61,7 @@ async function benchS3(dir: string): Promise<void> {
       const destination = await engine.connectors.create(WS, { type: 's3', direction: 'destination', config: config('engine') });
       started = performance.now();
       const pipeline = await engine.pipelines.create(WS, { name: 'to-s3', source_connector_id: source.id, destination_connector_id: destination.id, batch_size: BATCH, activate: true });
-      await until(async () => (await engine.storage.repos.checkpoints.get(pipeline.id)) === EVENTS, 'the s3 destination to take every event');
+      await until(async () => (await engineContext(engine).storage.repos.checkpoints.get(pipeline.id)) === EVENTS, 'the s3 destination to take every event');
       emit('connectors', 's3: destination', EVENTS / ((performance.now() - started) / 1000), 'events/s', rawWrite);
       await engine.pipelines.pause(WS, pipeline.id);
     } finally {
@@ -92,7 +93,7 @@ async function benchS3(dir: string): Promise<void> {
       const destination = await reader.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
       started = performance.now();
       const pipeline = await reader.pipelines.create(WS, { name: 'from-s3', source_connector_id: source.id, destination_connector_id: destination.id, batch_size: BATCH, activate: true });
-      await until(async () => sink.accepted >= EVENTS && ((await reader.storage.repos.checkpoints.get(pipeline.id)) as { done?: boolean } | null)?.done === true, 'the s3 source to read every event');
+      await until(async () => sink.accepted >= EVENTS && ((await engineContext(reader).storage.repos.checkpoints.get(pipeline.id)) as { done?: boolean } | null)?.done === true, 'the s3 source to read every event');
       emit('connectors', 's3: source', EVENTS / ((performance.now() - started) / 1000), 'events/s', rawRead);
       if (sink.accepted !== EVENTS) log(`s3 source: the sink took ${sink.accepted} events for ${EVENTS}`);
       await reader.pipelines.pause(WS, pipeline.id);

@@ -23,6 +23,7 @@ import { snowflake } from '@ferry/snowflake';
 import { MemoryHub, startTestSnowflake, type TestSnowflake } from '@ferry/testing';
 import { emit } from '../emit.js';
 import { BATCH, EVENTS, WS, log, record, startEngine, until } from './harness.js';
+import { engineContext } from '@ferry/core/internal';
 
 const COLUMNS = 'ID, TYPE, OCCURRED_AT, PAYLOAD';
 const TYPED = 'SELECT column1 AS ID, column2 AS TYPE, column3::TIMESTAMP_TZ AS OCCURRED_AT, PARSE_JSON(column4) AS PAYLOAD FROM VALUES';
@@ -76,7 +77,7 @@ async function benchSnowflake(dir: string): Promise<void> {
         const target = await engine.connectors.create(WS, { type: 'snowflake', direction: 'destination', config: { ...login, table: `engine_${mode}`, mode } });
         started = performance.now();
         const pipeline = await engine.pipelines.create(WS, { name: `to-snowflake-${mode}`, source_connector_id: source.id, destination_connector_id: target.id, batch_size: BATCH, activate: true });
-        await until(async () => (await engine.storage.repos.checkpoints.get(pipeline.id)) === EVENTS, `the snowflake destination (${mode}) to take every event`);
+        await until(async () => (await engineContext(engine).storage.repos.checkpoints.get(pipeline.id)) === EVENTS, `the snowflake destination (${mode}) to take every event`);
         emit('connectors', `snowflake: ${label}`, EVENTS / ((performance.now() - started) / 1000), 'events/s', raw);
         await engine.pipelines.pause(WS, pipeline.id);
       } finally {

@@ -14,7 +14,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { postgres, sqlite, type StorageConfig } from '@ferry/core';
-import { openStorage } from '@ferry/core/internal';
+import { engineContext, openStorage } from '@ferry/core/internal';
 import { directWrite, drainThroughEngine, envCount, kernelPeakMb, loggedRows, mb, sqliteTempDir, startBenchEngine, THROUGHPUT_ROUNDS, type DrainResult } from './drain.js';
 
 /** What a `throughput` case process reports. */
@@ -78,7 +78,7 @@ async function throughput(): Promise<ThroughputReport> {
     try {
       // The same work in the same order as a measured round, with nothing measured.
       const warm = await drainThroughEngine(bench, 'warmup', warmup);
-      await directWrite(storage, warm.pipelineId, await loggedRows(bench.engine.storage, warm.pipelineId));
+      await directWrite(storage, warm.pipelineId, await loggedRows(engineContext(bench.engine).storage, warm.pipelineId));
       let pipelineSeconds = 0;
       let directSeconds = 0;
       const rounds: ThroughputReport['rounds'] = [];
@@ -86,7 +86,7 @@ async function throughput(): Promise<ThroughputReport> {
         const events = Math.floor(count / roundCount) + (r < count % roundCount ? 1 : 0);
         globalThis.gc?.();
         const drained = await drainThroughEngine(bench, `round-${r}`, events);
-        const rows = await loggedRows(bench.engine.storage, drained.pipelineId);
+        const rows = await loggedRows(engineContext(bench.engine).storage, drained.pipelineId);
         globalThis.gc?.();
         const seconds = await directWrite(storage, drained.pipelineId, rows);
         pipelineSeconds += drained.seconds;

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createEngine, generateSecretKey, type Engine, type Logger, type StorageConfig } from '@ferry/core';
 import type { EventRow, FerryStorage } from '@ferry/core/internal';
+import { engineContext } from '@ferry/core/internal';
 import { MemoryHub, memoryConnector, pipelineRow, type MemoryRecordInput } from '@ferry/testing';
 
 /** The workspace every pipeline and baseline row of the benchmark lives in. */
@@ -170,7 +171,7 @@ export async function drainThroughEngine(bench: BenchEngine, name: string, count
     activate: true,
     batch_size: BATCH_SIZE,
   });
-  const checkpoints = engine.storage.repos.checkpoints;
+  const checkpoints = engineContext(engine).storage.repos.checkpoints;
   for (;;) {
     // The destination's count is free to read; the checkpoint (a query) only once it is complete.
     if (sink.accepted >= count && (await checkpoints.get(pipeline.id)) === count) break;
@@ -187,7 +188,7 @@ export async function drainThroughEngine(bench: BenchEngine, name: string, count
   const seconds = (performance.now() - started) / 1000;
   const delivered = sink.accepted;
   await engine.pipelines.pause(WORKSPACE, pipeline.id);
-  await assertLogged(engine.storage, pipeline.id, count);
+  await assertLogged(engineContext(engine).storage, pipeline.id, count);
   const runs = (await engine.pipelines.listRuns(WORKSPACE, pipeline.id, { limit: 100 })).data.length;
   // Not a failure (delivery is at least once), but a drain with no fault should not repeat
   // anything: say so, with what the engine logged, so the figure is read with it in mind.

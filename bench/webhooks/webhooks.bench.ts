@@ -25,6 +25,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { createEngine, generateSecretKey, generateWebhookSecret, postgres, sqlite, webhookHeaders, type Engine, type StorageConfig } from '@ferry/core';
+import { engineContext } from '@ferry/core/internal';
 import { MemoryHub, memoryConnector, startTestPostgres } from '@ferry/testing';
 import { emit } from '../emit.js';
 
@@ -105,7 +106,7 @@ async function engineOf(storage: StorageConfig, secretKey: string, deliver: bool
 }
 
 async function count(engine: Engine, status: string): Promise<number> {
-  return Number(((await engine.storage.knex('deliveries').where({ status }).count({ n: '*' })) as Array<{ n: unknown }>)[0]!.n);
+  return Number(((await engineContext(engine).storage.knex('deliveries').where({ status }).count({ n: '*' })) as Array<{ n: unknown }>)[0]!.n);
 }
 
 /** One dialect: the drain of a full outbox, then the latency of events recorded one by one. */
@@ -122,7 +123,7 @@ async function engineCase(dialect: string, storage: StorageConfig, receiver: Awa
       data: { pipeline_id: `pip_${i + k}`, error: 'destination_unavailable' },
       occurred_at: occurredAt,
     }));
-    await writer.storage.transaction((repos) => repos.outbox.appendMany(events));
+    await engineContext(writer).storage.transaction((repos) => repos.outbox.appendMany(events));
   }
   await writer.stop();
 
@@ -131,7 +132,7 @@ async function engineCase(dialect: string, storage: StorageConfig, receiver: Awa
   const cpu = process.cpuUsage();
   const engine = await engineOf(storage, secretKey, true);
   const kinds = new Map<string, number>();
-  if (process.env.BENCH_WEBHOOKS_QUERIES) engine.storage.knex.on('query', (q: { sql: string }) => { const k = q.sql.replace(/\s+/g, ' ').slice(0, 60); kinds.set(k, (kinds.get(k) ?? 0) + 1); });
+  if (process.env.BENCH_WEBHOOKS_QUERIES) engineContext(engine).storage.knex.on('query', (q: { sql: string }) => { const k = q.sql.replace(/\s+/g, ' ').slice(0, 60); kinds.set(k, (kinds.get(k) ?? 0) + 1); });
   const deadline = started + 600_000;
   // The receiver's count first (cheap, another process), then the database's: durable state is what counts.
   while ((await receiver.ask<Stats>('stats')).count < EVENTS || (await count(engine, 'delivered')) < EVENTS) {

@@ -12,6 +12,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, sqlite } from '@ferry/core';
+import { engineContext } from '@ferry/core/internal';
 import { kafka } from '@ferry/kafka';
 import { postgres } from '@ferry/postgres';
 import { getSharedTestPostgres, startKafkaMock } from '@ferry/testing';
@@ -63,7 +64,7 @@ describe('kafka destination survives SIGKILL', () => {
 
     const second = await startChildEngine(child, [filename, secretKey]);
     cleanup.push(() => second.kill('SIGKILL'));
-    await untilReal(async () => (await api.storage.repos.checkpoints.get(pipeline.id)) === String(ROWS), 'the checkpoint to reach the last row', 90_000, 50);
+    await untilReal(async () => (await engineContext(api).storage.repos.checkpoints.get(pipeline.id)) === String(ROWS), 'the checkpoint to reach the last row', 90_000, 50);
 
     // Every message, read back from the beginning of each partition to its end.
     const ends = new Map((await admin.fetchTopicOffsets(TOPIC)).map((p) => [p.partition, BigInt(p.high)]));

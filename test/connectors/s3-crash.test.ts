@@ -10,6 +10,7 @@ import { GetObjectCommand, ListObjectsV2Command, S3Client, CreateBucketCommand }
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, sqlite } from '@ferry/core';
+import { engineContext } from '@ferry/core/internal';
 import { postgres } from '@ferry/postgres';
 import { s3 } from '@ferry/s3';
 import { getSharedTestPostgres, startTestS3 } from '@ferry/testing';
@@ -71,7 +72,7 @@ describe('s3 destination survives SIGKILL', () => {
 
     const second = await startChildEngine(child, [filename, secretKey], { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
     cleanup.push(() => second.kill('SIGKILL'));
-    await untilReal(async () => (await api.storage.repos.checkpoints.get(pipeline.id)) === String(ROWS), 'the checkpoint to reach the last row', 90_000, 50);
+    await untilReal(async () => (await engineContext(api).storage.repos.checkpoints.get(pipeline.id)) === String(ROWS), 'the checkpoint to reach the last row', 90_000, 50);
 
     const seen = new Map<string, number>();
     for (const key of await keys()) {

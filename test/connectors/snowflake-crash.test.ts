@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, sqlite } from '@ferry/core';
+import { engineContext } from '@ferry/core/internal';
 import { postgres } from '@ferry/postgres';
 import { snowflake } from '@ferry/snowflake';
 import { getSharedTestPostgres, startTestSnowflake } from '@ferry/testing';
@@ -70,7 +71,7 @@ describe('snowflake destination survives SIGKILL', () => {
 
     const second = await startChildEngine(child, [filename, secretKey]);
     cleanup.push(() => second.kill('SIGKILL'));
-    await untilReal(async () => (await api.storage.repos.checkpoints.get(pipeline.id)) === String(ROWS), 'the checkpoint to reach the last row', 90_000, 50);
+    await untilReal(async () => (await engineContext(api).storage.repos.checkpoints.get(pipeline.id)) === String(ROWS), 'the checkpoint to reach the last row', 90_000, 50);
 
     // Every row of the table, counted by the Postgres row it carries.
     const groups = await sf.query<{ id: string; n: number }>(`SELECT payload->>'id' AS id, count(*)::int AS n FROM ${TABLE} GROUP BY 1`);

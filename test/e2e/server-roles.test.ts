@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { webhookHeaders } from '@ferry/core';
-import { generateApiKey } from '@ferry/core/internal';
+import { engineContext, generateApiKey } from '@ferry/core/internal';
 import { parseServeSettings, startServer, type RunningServer } from '@ferry/server';
 import { startWebhookReceiver, type WebhookReceiver } from '@ferry/testing';
 
@@ -63,6 +63,6 @@ it('an API process and a worker process on one database: the API takes the reque
   await until(() => receiver.received.length > 0);
   expect((JSON.parse(receiver.received[0]!.body) as { events: unknown[] }).events).toMatchObject([{ type: 'order.created', payload: { order: 42 } }]);
   // The pipeline's lease is the worker's: the API process never took it up.
-  const leases = (await api.engine.storage.knex('leases').where('name', 'like', `%${pipeline.id}%`).select('holder')) as { holder: string }[];
+  const leases = (await engineContext(api.engine).storage.knex('leases').where('name', 'like', `%${pipeline.id}%`).select('holder')) as { holder: string }[];
   expect(leases.map((l) => l.holder)).toEqual([worker.engine.instanceId]);
 });

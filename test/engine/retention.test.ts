@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, sqlite, type Engine } from '@ferry/core';
 import type { RetentionOptionsInput } from '@ferry/core/internal';
+import { engineContext } from '@ferry/core/internal';
 import { eventually, MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
 
 const MINUTE = 60_000;
@@ -58,7 +59,7 @@ it('deletes delivered events past their retention on the clock, and keeps the de
   expect(kept).toMatchObject({ status: 'dead_lettered', payload: { n: 7 } });
   // The stream's run is still running: it stays. Platform events fanned out a day ago are gone.
   expect((await engine.pipelines.listRuns(WS, pipeline.id)).data.map((r) => r.status)).toEqual(['running']);
-  expect(await engine.storage.repos.outbox.listForWorkspace(WS)).toEqual([]);
+  expect(await engineContext(engine).storage.repos.outbox.listForWorkspace(WS)).toEqual([]);
 
   // What arrives later is kept for its own day.
   hub.stream('in').push({ type: 'order.created', payload: { n: 10 } });
@@ -68,11 +69,11 @@ it('deletes delivered events past their retention on the clock, and keeps the de
 it('keeps everything by default, and in an engine that runs no pipelines', async () => {
   for (const [retention, runtime] of [[{}, undefined], [{ eventsMs: DAY, intervalMs: HOUR }, false]] as const) {
     const { engine, clock } = await start(retention, runtime);
-    await engine.storage.repos.events.upsertMany([
+    await engineContext(engine).storage.repos.events.upsertMany([
       { id: 'evt_old', workspace_id: WS, pipeline_id: 'pip_x', type: 't', occurred_at: '2020-01-01T00:00:00.000Z', payload: {}, status: 'delivered', attempts: 1, error: null, dead_lettered_at: null, created_at: '2020-01-01T00:00:00.000Z', updated_at: '2020-01-01T00:00:00.000Z' },
     ]);
     await clock.advance(2 * DAY);
-    expect(await engine.storage.repos.events.get(WS, 'evt_old')).not.toBeNull();
+    expect(await engineContext(engine).storage.repos.events.get(WS, 'evt_old')).not.toBeNull();
   }
 });
 

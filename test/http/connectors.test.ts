@@ -5,6 +5,7 @@
 import { expect, it } from 'vitest';
 import { describeMatrix } from './harness.js';
 import { createConnector, createPipeline, expectFieldError, expectPage, expectProblem, ghostId, unique } from './fixtures.js';
+import { engineContext } from '@ferry/core/internal';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -243,7 +244,7 @@ describeMatrix('connectors', (ctx) => {
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(replay.body).toEqual(first.body);
     // What storage holds: nothing of the secret, nor of the rest of the answer.
-    const rows = await ctx.api.engine.storage.knex('idempotency_keys').where({ key }).select('response_body');
+    const rows = await engineContext(ctx.api.engine).storage.knex('idempotency_keys').where({ key }).select('response_body');
     expect(rows).toHaveLength(1);
     expect(rows[0].response_body).not.toContain(secret);
     expect(rows[0].response_body).not.toContain(first.body.id);

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import type { EventStatus, JsonObject } from '@ferry/core';
-import { IdGenerator, type DeliveryRow, type EventRow } from '@ferry/core/internal';
+import { engineContext, IdGenerator, type DeliveryRow, type EventRow } from '@ferry/core/internal';
 import { PROBLEM_JSON, type TestApi, type TestResponse } from './harness.js';
 
 /** A well-formed id of the given prefix that names nothing. */
@@ -138,10 +138,10 @@ export async function insertEvents(
       updated_at: now,
     };
   });
-  await api.engine.storage.repos.events.upsertMany(rows);
+  await engineContext(api.engine).storage.repos.events.upsertMany(rows);
   for (const row of rows) {
     if (row.status === 'dead_lettered') {
-      await api.engine.storage.repos.events.putDeadLetter({
+      await engineContext(api.engine).storage.repos.events.putDeadLetter({
         event_id: row.id,
         workspace_id: row.workspace_id,
         pipeline_id: pipelineId,
@@ -183,6 +183,6 @@ export async function insertDelivery(
     created_at: at,
     updated_at: at,
   };
-  await api.engine.storage.repos.deliveries.insertMany([row]);
+  await engineContext(api.engine).storage.repos.deliveries.insertMany([row]);
   return row;
 }

@@ -6,6 +6,7 @@
 import { expect, it } from 'vitest';
 import { describeMatrix, signedHeaders } from './harness.js';
 import { createConnector, expectFieldError, expectProblem, ghostId } from './fixtures.js';
+import { engineContext } from '@ferry/core/internal';
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 const OTHER_SECRET = `whsec_${Buffer.alloc(32, 8).toString('base64')}`;
@@ -31,7 +32,7 @@ describeMatrix('ingest', (ctx) => {
     const res = await send(c.id, { type: 'order.created', occurred_at: '2026-11-22T09:00:00.000Z', payload: { id: 1 } });
     expect(res.status, res.text).toBe(202);
     expect(res.body).toMatchObject({ count: 1 });
-    const stored = await ctx.api.engine.storage.repos.inbox.readAfter(c.id, 0, 10);
+    const stored = await engineContext(ctx.api.engine).storage.repos.inbox.readAfter(c.id, 0, 10);
     expect(stored.map((e) => ({ type: e.type, payload: e.payload }))).toEqual([{ type: 'order.created', payload: { id: 1 } }]);
   });
 
@@ -49,7 +50,7 @@ describeMatrix('ingest', (ctx) => {
     const second = await send(c.id, body, { id: 'msg_retry_1' });
     expect(second.status).toBe(202);
     expect(second.body.ids ?? null).toEqual(first.body.ids ?? null);
-    expect(await ctx.api.engine.storage.repos.inbox.readAfter(c.id, 0, 10)).toHaveLength(1);
+    expect(await engineContext(ctx.api.engine).storage.repos.inbox.readAfter(c.id, 0, 10)).toHaveLength(1);
   });
 
   it('unsigned, mis-signed, tampered or stale requests are 401 problem+json, and nothing is stored', async () => {
@@ -66,7 +67,7 @@ describeMatrix('ingest', (ctx) => {
     // An API key is no substitute for the signature.
     const keyed = await ctx.api.request('POST', `/v2/ingest/${c.id}`, { raw: body, headers: { 'content-type': 'application/json' } });
     expectProblem(keyed, 401, 'unauthenticated');
-    expect(await ctx.api.engine.storage.repos.inbox.readAfter(c.id, 0, 10)).toHaveLength(0);
+    expect(await engineContext(ctx.api.engine).storage.repos.inbox.readAfter(c.id, 0, 10)).toHaveLength(0);
   });
 
   it('an unknown connector, a destination-only one or another type is 404', async () => {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, postgres, sqlite, type Engine, type Logger, type PlatformEvent, type StorageConfig } from '@ferry/core';
+import { engineContext } from '@ferry/core/internal';
 import { eventually, getSharedTestPostgres, MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
 
 /**
@@ -138,7 +139,7 @@ async function survivesOutage(storage: StorageConfig, clock: VirtualClock, outag
   await eventually(clock, async () => (await engine.events.list(WS, p.id, { limit: 100 })).data.length === 10);
 
   const leaseName = `pipeline:${p.id}`;
-  const before = await engine.storage.repos.leases.get(leaseName);
+  const before = await engineContext(engine).storage.repos.leases.get(leaseName);
   expect(before).not.toBeNull();
   // The last renewal (or the take) happened at expiry - TTL; renewals come every TTL / 3 after it.
   const renewedAt = Date.parse(before!.expires_at) - LEASE_TTL_MS;
@@ -156,7 +157,7 @@ async function survivesOutage(storage: StorageConfig, clock: VirtualClock, outag
   expect(clock.now()).toBeLessThan(renewedAt + LEASE_TTL_MS - 1_000);
   await outage.end();
   // Renewed as soon as storage answers, before the lease would have expired.
-  const renewed = async () => Date.parse((await engine.storage.repos.leases.get(leaseName))!.expires_at) > renewedAt + LEASE_TTL_MS;
+  const renewed = async () => Date.parse((await engineContext(engine).storage.repos.leases.get(leaseName))!.expires_at) > renewedAt + LEASE_TTL_MS;
   await eventually(clock, renewed, 100);
   expect(clock.now()).toBeLessThan(renewedAt + LEASE_TTL_MS);
 
@@ -166,7 +167,7 @@ async function survivesOutage(storage: StorageConfig, clock: VirtualClock, outag
   await eventually(clock, async () => (await engine.events.list(WS, p.id, { limit: 100 })).data.length === 20, 1_000);
 
   expect(warnings.filter((w) => w.startsWith('lease lost'))).toEqual([]);
-  const after = await engine.storage.repos.leases.get(leaseName);
+  const after = await engineContext(engine).storage.repos.leases.get(leaseName);
   expect(after?.token).toBe(before!.token);
   expect(Date.parse(after!.expires_at)).toBeGreaterThan(clock.now());
   expect(heard.filter((e) => e.type === 'pipeline.failed')).toEqual([]);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, isFerryError, type Engine, type Logger, type PlatformEvent, type Pipeline, type StorageConfig, type TransformStep } from '@ferry/core';
 import type { RuntimeOptions } from '@ferry/core/internal';
+import { engineContext } from '@ferry/core/internal';
 import { MemoryHub, memoryConnector, eventually, VirtualClock } from '@ferry/testing';
 
 /** A database two engines (or an engine and its successor) can open. */
@@ -426,7 +427,7 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       await eventually(h.clock, async () => (await h.engine.pipelines.get(WS, p.id)).state === 'paused', 1000);
       await paused;
       await h.engine.pipelines.activate(WS, p.id);
-      await eventually(h.clock, async () => (await h.engine.storage.repos.checkpoints.get(p.id)) === 1200, 1000);
+      await eventually(h.clock, async () => (await engineContext(h.engine).storage.repos.checkpoints.get(p.id)) === 1200, 1000);
       const sink = h.hub.sink('out');
       expect(sink.events.size).toBe(1200);
       // Written in the source's order: the destination saw no batch before the one preceding it.
@@ -447,20 +448,20 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       const p = await pipeline(h);
       await eventually(h.clock, () => h.hub.sink('out').writes === 1);
       // Another engine "takes over" the pipeline while the batch is being written: the commit is refused.
-      await h.engine.storage.knex('leases').where({ name: `pipeline:${p.id}` }).update({ token: 'someone-else', holder: 'someone-else' });
+      await engineContext(h.engine).storage.knex('leases').where({ name: `pipeline:${p.id}` }).update({ token: 'someone-else', holder: 'someone-else' });
       await eventually(h.clock, () => h.hub.sink('out').writes >= 3, 1000);
       await h.clock.advance(5_000);
       expect(await allEvents(h, p.id)).toHaveLength(0);
-      const outbox = await h.engine.storage.repos.outbox.listForWorkspace(WS);
+      const outbox = await engineContext(h.engine).storage.repos.outbox.listForWorkspace(WS);
       expect(outbox.some((e) => e.type === 'event.dead_lettered')).toBe(false);
       expect(h.heard.some((e) => e.type === 'event.dead_lettered')).toBe(false);
       // Committed dead letters are announced from the same transaction, heard by `on` and `platformEvents$` alike.
-      await h.engine.storage.knex('leases').where({ name: `pipeline:${p.id}` }).delete();
+      await engineContext(h.engine).storage.knex('leases').where({ name: `pipeline:${p.id}` }).delete();
       const streamed: string[] = [];
       const sub = h.engine.platformEvents$.subscribe((e) => streamed.push(e.type));
       await eventually(h.clock, async () => (await allEvents(h, p.id)).length === 2, 5_000);
       sub.unsubscribe();
-      const stored = (await h.engine.storage.repos.outbox.listForWorkspace(WS)).filter((e) => e.type === 'event.dead_lettered');
+      const stored = (await engineContext(h.engine).storage.repos.outbox.listForWorkspace(WS)).filter((e) => e.type === 'event.dead_lettered');
       expect(stored).toHaveLength(1);
       expect(h.heard.filter((e) => e.type === 'event.dead_lettered').map((e) => e.id)).toEqual(stored.map((e) => e.id));
       expect(streamed).toContain('event.dead_lettered');

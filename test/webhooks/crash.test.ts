@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, postgres, sqlite, type Engine, type StorageConfig } from '@ferry/core';
+import { engineContext } from '@ferry/core/internal';
 import { getSharedTestPostgres, MemoryHub, memoryConnector, startWebhookReceiver, type WebhookReceiver } from '@ferry/testing';
 import { startChildEngine, untilReal } from '../support/child-engine.js';
 
@@ -59,12 +60,12 @@ describe.each(Object.keys(databases))('webhook delivery survives SIGKILL (%s)', 
 
     const second = await startChildEngine(child, [arg, secretKey]);
     cleanup.push(() => second.kill('SIGKILL'));
-    const all = async () => (await api.storage.repos.outbox.listForWorkspace(WS)).filter((e) => e.type === 'pipeline.created').map((e) => e.id);
+    const all = async () => (await engineContext(api).storage.repos.outbox.listForWorkspace(WS)).filter((e) => e.type === 'pipeline.created').map((e) => e.id);
     const expected = await all();
     expect(expected).toHaveLength(200);
     await untilReal(() => expected.every((id) => receiver.acknowledged.has(id)), 'every delivery to arrive');
-    await untilReal(async () => Number((await api.storage.knex('deliveries').whereNot({ status: 'delivered' }).count({ n: '*' }))[0]!.n) === 0, 'every outcome to be recorded');
-    expect(Number((await api.storage.knex('deliveries').count({ n: '*' }))[0]!.n)).toBe(200);
+    await untilReal(async () => Number((await engineContext(api).storage.knex('deliveries').whereNot({ status: 'delivered' }).count({ n: '*' }))[0]!.n) === 0, 'every outcome to be recorded');
+    expect(Number((await engineContext(api).storage.knex('deliveries').count({ n: '*' }))[0]!.n)).toBe(200);
     const duplicates = expected.reduce((n, id) => n + Math.max(0, receiver.of(id).filter((r) => r.status === 204).length - 1), 0);
     // The figures the issue asks for: every delivery arrived at least once; duplicates counted.
     console.log(JSON.stringify({ dialect: name, events: 200, acknowledged_before_kill: acknowledgedAtKill, received_before_kill: receivedAtKill, requests: receiver.received.length, duplicates_after_kill: duplicates }));

@@ -4,6 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createEngine, generateSecretKey, isFerryError, verifyWebhook, type Engine, type Logger, type StorageConfig } from '@ferry/core';
 import type { DeliveryOptionsInput } from '@ferry/core/internal';
+import { engineContext } from '@ferry/core/internal';
 import { MemoryHub, memoryConnector, startWebhookReceiver, eventually, VirtualClock, type ReceivedWebhook, type WebhookReceiver, type WebhookReply } from '@ferry/testing';
 
 /** A database two engines (or an engine and its successor) can open. */
@@ -402,10 +403,10 @@ export function runDeliverySuite(name: string, factory: () => Promise<DeliveryDa
       const good = await subscribe(h);
       const broken = await subscribe(h);
       // A secret sealed under another key, as after a wrong secret-key change: it cannot be opened.
-      await h.engine.storage.knex('webhook_subscriptions').where({ id: broken.id }).update({ secret: (await h.engine.storage.knex('webhook_subscriptions').where({ id: good.id }).first()).secret });
+      await engineContext(h.engine).storage.knex('webhook_subscriptions').where({ id: broken.id }).update({ secret: (await engineContext(h.engine).storage.knex('webhook_subscriptions').where({ id: good.id }).first()).secret });
       const at = new Date(h.clock.now()).toISOString();
       // A delivery whose subscription no longer exists (a delete racing a fan-out).
-      await h.engine.storage.repos.deliveries.insertMany([{ id: 'dlv_orphan', workspace_id: WS, subscription_id: 'whk_gone', event_id: 'evt_orphan', event_type: 'pipeline.created', body: '{}', status: 'pending', attempts: 0, next_attempt_at: at, cycle_started_at: at, last_attempt_at: null, last_response_status: null, last_error: null, created_at: at, updated_at: at }]);
+      await engineContext(h.engine).storage.repos.deliveries.insertMany([{ id: 'dlv_orphan', workspace_id: WS, subscription_id: 'whk_gone', event_id: 'evt_orphan', event_type: 'pipeline.created', body: '{}', status: 'pending', attempts: 0, next_attempt_at: at, cycle_started_at: at, last_attempt_at: null, last_response_status: null, last_error: null, created_at: at, updated_at: at }]);
       h.receiver.reply((r) => (h.receiver.of(r.id).length === 1 ? { status: 500, body: 'bad\u0000bytes' } : { status: 204 }));
       await h.emit(3);
       await eventually(h.clock, async () => (await deliveries(h, good.id)).filter((d) => d.status === 'retrying').length === 3);
@@ -416,7 +417,7 @@ export function runDeliverySuite(name: string, factory: () => Promise<DeliveryDa
       const unsent = await deliveries(h, broken.id);
       expect(unsent.map((d) => [d.status, d.attempts])).toEqual([['failed', 0], ['failed', 0], ['failed', 0]]);
       expect(unsent[0]!.last_error).toMatch(/signing secret cannot be read/);
-      expect(await h.engine.storage.knex('deliveries').where({ id: 'dlv_orphan' }).first()).toBeUndefined();
+      expect(await engineContext(h.engine).storage.knex('deliveries').where({ id: 'dlv_orphan' }).first()).toBeUndefined();
       expect(h.receiver.received.every((r) => r.id !== 'evt_orphan')).toBe(true);
       secrets.splice(secrets.indexOf(broken.secret), 1);
     });
@@ -430,7 +431,7 @@ export function runDeliverySuite(name: string, factory: () => Promise<DeliveryDa
       await h.emit(24);
       await eventually(h.clock, () => h.receiver.received.length === 4, 250);
       // Both engines hold claims at once (two requests each in flight, two waiting), on distinct deliveries.
-      const holders = (await h.engine.storage.knex('deliveries').whereNotNull('lease_token').select('lease_holder')) as Array<{ lease_holder: string }>;
+      const holders = (await engineContext(h.engine).storage.knex('deliveries').whereNotNull('lease_token').select('lease_holder')) as Array<{ lease_holder: string }>;
       expect(new Set(holders.map((r) => r.lease_holder))).toEqual(new Set([h.engine.instanceId, second.instanceId]));
       expect(new Set(h.receiver.received.map((r) => r.id)).size).toBe(4);
       h.receiver.reply(() => ({ status: 204 }));

@@ -73,6 +73,17 @@ describe('engine lifecycle', () => {
     await expect(engine.connectors.list('default')).rejects.toThrow(/shutting down/);
   });
 
+  it('pings its database for a health check: true while it answers, false once stopped, never a throw', async () => {
+    const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [noop] });
+    await engine.start();
+    expect(await engine.ping()).toBe(true);
+    await engine.stop();
+    expect(await engine.ping()).toBe(false);
+    const unreachable = await createEngine({ storage: postgres({ connectionString: 'postgres://u:p@127.0.0.1:1/db' }), secretKey: generateSecretKey() });
+    expect(await unreachable.ping()).toBe(false);
+    await unreachable.stop();
+  });
+
   it('requires a secret key unless the storage is in memory', async () => {
     expect(await codeOf(() => createEngine({ storage: sqlite({ filename: '/tmp/never-created.db' }) }))).toBe('configuration_invalid');
     expect(await codeOf(() => createEngine({ storage: postgres({ connectionString: 'postgres://u:p@127.0.0.1:1/db' }) }))).toBe('configuration_invalid');

@@ -122,8 +122,8 @@ export class Engine {
   /** This instance's id as a lease holder. */
   readonly instanceId: string;
   private readonly lag = new Map<string, number>();
-  /** The engine's storage (advanced use: tools, tests). */
-  readonly storage: FerryStorage;
+  // Its storage stays inside: Ferry's own packages and tests reach it through engineContext().
+  private readonly storage: FerryStorage;
   /** The engine's clock. */
   readonly clock: Clock;
   /** The engine's logger. */
@@ -289,6 +289,15 @@ export class Engine {
     await this.storage.close();
     this.lifecycle = 'stopped';
     this.logger.info({ instance_id: this.instanceId }, 'ferry engine stopped');
+  }
+
+  /**
+   * Whether the engine's database answers (`select 1`): for a host's health endpoint. False while
+   * it does not, and once the engine stopped; never throws.
+   */
+  async ping(): Promise<boolean> {
+    if (this.lifecycle === 'stopped') return false;
+    return this.storage.ping();
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { Engine } from '@ferry/core';
 import type { StorageStats } from '@ferry/core/internal';
+import { engineContext } from '@ferry/core/internal';
 import type { RequestLog } from '@ferry/http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -36,7 +37,7 @@ export function createMetrics(engine: Engine): ServerMetrics {
   });
   // One read of the storage figures per scrape (set by render), shared by the gauges below.
   let scrape: Promise<StorageStats> | undefined;
-  const stats = () => scrape ?? engine.storage.repos.stats.read();
+  const stats = () => scrape ?? engineContext(engine).storage.repos.stats.read();
   const gauge = (name: string, help: string, label: string, pick: (s: StorageStats) => Record<string, number>, all: readonly string[] = []) =>
     new Gauge({
       name,
@@ -76,7 +77,7 @@ export function createMetrics(engine: Engine): ServerMetrics {
       duration.observe({ method: entry.method, route: entry.route }, entry.durationMs / 1000);
     },
     async render() {
-      scrape = engine.storage.repos.stats.read();
+      scrape = engineContext(engine).storage.repos.stats.read();
       try {
         return await registry.metrics();
       } finally {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createEngine, FerryError, postgres, sqlite, type Engine, type StorageConfig } from '@ferry/core';
 import type { RetentionOptionsInput } from '@ferry/core/internal';
+import { engineContext } from '@ferry/core/internal';
 import { ferryPlugin, ferryServerOptions } from '@ferry/fastify';
 import { problemResponse, standaloneProblem, type RequestLog } from '@ferry/http';
 import Fastify from 'fastify';
@@ -95,7 +96,7 @@ export async function startServer(settings: ServerSettings, options: StartServer
     });
   }
   app.get('/healthz', async (_request, reply) => {
-    if (engine.state === 'running' && (await engine.storage.ping())) return reply.code(200).send({ status: 'ok' });
+    if (engine.state === 'running' && (await engine.ping())) return reply.code(200).send({ status: 'ok' });
     // The same problem+json as the API's 503s, with a request id for the log.
     const requestId = randomUUID();
     const { response } = problemResponse(new FerryError('unavailable', 'Storage is not answering.', { retryAfterSeconds: 5 }), requestId);
@@ -112,7 +113,7 @@ export async function startServer(settings: ServerSettings, options: StartServer
     throw error;
   }
   const port = (app.server.address() as { port: number }).port;
-  logger.info({ url: address, storage: engine.storage.description, role: settings.role }, `ferry listening on ${address}`);
+  logger.info({ url: address, storage: engineContext(engine).storage.description, role: settings.role }, `ferry listening on ${address}`);
 
   let closing: Promise<void> | undefined;
   return {

@@ -10,6 +10,7 @@ import {
   type ErrorCode,
   type PlatformEvent,
 } from '@ferry/core';
+import { engineContext } from '@ferry/core/internal';
 import type { StorageFactory } from './storage-suite.js';
 import { VirtualClock } from './virtual-clock.js';
 
@@ -91,7 +92,7 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
         config: { table: 'orders', token: 'super-secret-token-1', auth: { user: 'app', password: 'p4ssw0rd-nested' } },
       });
       expect(created.config).toEqual({ table: 'orders', token: '********', auth: { user: 'app', password: '********' } });
-      const raw = await engine.storage.knex('connectors').where({ id: created.id }).first();
+      const raw = await engineContext(engine).storage.knex('connectors').where({ id: created.id }).first();
       const rawText = JSON.stringify(raw);
       expect(rawText).not.toContain('super-secret-token-1');
       expect(rawText).not.toContain('p4ssw0rd-nested');
@@ -154,7 +155,7 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
         'validation_failed',
       );
       expect((both as { errors: { pointer: string }[] }).errors.map((e) => e.pointer).sort()).toEqual(['/batch_size', '/transforms/0/type']);
-      expect(await engine.storage.repos.outbox.listForWorkspace('acme')).toEqual([]);
+      expect(await engineContext(engine).storage.repos.outbox.listForWorkspace('acme')).toEqual([]);
 
       const p = await engine.pipelines.create('acme', { name: 'orders', source_connector_id: src.id, destination_connector_id: dst.id, schedule: '*/5 * * * *' });
       expect(p).toMatchObject({ state: 'draft', schedule: '*/5 * * * *', transforms: [], last_run: null });
@@ -172,7 +173,7 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
       await expectError(engine.pipelines.get('acme', p.id), 'not_found');
       await engine.connectors.delete('acme', src.id);
       // Every event was written with its change: exactly these, in order, in the outbox.
-      const outbox = (await engine.storage.repos.outbox.listForWorkspace('acme')).map((e) => [e.type, e.data.pipeline_id]);
+      const outbox = (await engineContext(engine).storage.repos.outbox.listForWorkspace('acme')).map((e) => [e.type, e.data.pipeline_id]);
       expect(outbox).toEqual([
         ['pipeline.created', p.id],
         ['pipeline.activated', p.id],
@@ -261,10 +262,10 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
       const p = await engine.pipelines.create('acme', { name: 'p', source_connector_id: src.id, destination_connector_id: dst.id });
       // Changes that fail (here on the unique name, inside their transaction) record no event.
       await engine.pipelines.create('acme', { name: 'q', source_connector_id: src.id, destination_connector_id: dst.id });
-      const before = (await engine.storage.repos.outbox.listForWorkspace('acme')).length;
+      const before = (await engineContext(engine).storage.repos.outbox.listForWorkspace('acme')).length;
       await expectError(engine.pipelines.update('acme', p.id, { name: 'q' }), 'name_taken');
       await expectError(engine.pipelines.create('acme', { name: 'q', source_connector_id: src.id, destination_connector_id: dst.id }), 'name_taken');
-      expect((await engine.storage.repos.outbox.listForWorkspace('acme')).length).toBe(before);
+      expect((await engineContext(engine).storage.repos.outbox.listForWorkspace('acme')).length).toBe(before);
       expect(events.filter((e) => e.type === 'pipeline.created')).toHaveLength(2);
     });
 
@@ -279,7 +280,7 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
         dead_lettered_at: status === 'dead_lettered' ? new Date(Date.UTC(2026, 0, 1)).toISOString() : null,
         created_at: new Date(Date.UTC(2026, 0, 1)).toISOString(), updated_at: new Date(Date.UTC(2026, 0, 1)).toISOString(),
       });
-      await engine.storage.repos.events.upsertMany([row(1, 'delivered'), row(2, 'dead_lettered'), row(3, 'dead_lettered'), row(4, 'delivered')]);
+      await engineContext(engine).storage.repos.events.upsertMany([row(1, 'delivered'), row(2, 'dead_lettered'), row(3, 'dead_lettered'), row(4, 'delivered')]);
       const page = await engine.events.list('acme', p.id, { limit: 2 });
       expect(page.data.map((e) => e.payload.i)).toEqual([1, 2]);
       const tail = await engine.events.list('acme', p.id, { cursor: page.next_cursor! });
@@ -307,7 +308,7 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
       expect(w.secret).toMatch(/^whsec_/);
       expect(await engine.webhooks.get('acme', w.id)).not.toHaveProperty('secret');
       expect(await engine.webhooks.getSecret('acme', w.id)).toEqual({ secret: w.secret });
-      const raw = JSON.stringify(await engine.storage.knex('webhook_subscriptions').where({ id: w.id }).first());
+      const raw = JSON.stringify(await engineContext(engine).storage.knex('webhook_subscriptions').where({ id: w.id }).first());
       expect(raw).not.toContain(w.secret.slice(6));
       const rotated = await engine.webhooks.rotateSecret('acme', w.id, { previous_secret_expires_in: 3600 });
       expect(await engine.webhooks.signingSecrets('acme', w.id)).toEqual([rotated.secret, w.secret]);
@@ -324,7 +325,7 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
     it('deliveries: listing, redelivery rules, recovery of a range', async () => {
       const w = await engine.webhooks.create('acme', { url: 'https://example.com/h', events: ['pipeline.failed'] });
       const base = { workspace_id: 'acme', subscription_id: w.id, event_type: 'pipeline.failed' as const, body: '{}', attempts: 8, next_attempt_at: null, last_attempt_at: null, last_response_status: 500, last_error: null, cycle_started_at: '2026-01-01T00:00:00.000Z', updated_at: '2026-01-01T00:00:00.000Z' };
-      await engine.storage.repos.deliveries.insertMany([
+      await engineContext(engine).storage.repos.deliveries.insertMany([
         { ...base, id: 'dlv_1', event_id: 'evt_1', status: 'failed', created_at: '2026-01-01T00:00:01.000Z' },
         { ...base, id: 'dlv_2', event_id: 'evt_2', status: 'failed', created_at: '2026-01-01T00:00:02.000Z' },
         { ...base, id: 'dlv_3', event_id: 'evt_3', status: 'retrying', created_at: '2026-01-01T00:00:03.000Z' },
@@ -352,10 +353,10 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
       ]);
       expect(await engine.connectors.get('acme', c.id)).toMatchObject({ name: 'renamed', config: { table: 'patched', port: 6543, token: '********' } });
       // While a rotation holds the connector, its config cannot change (a rename still can).
-      await engine.storage.repos.connectors.update('acme', c.id, { rotation_status: 'rotating' });
+      await engineContext(engine).storage.repos.connectors.update('acme', c.id, { rotation_status: 'rotating' });
       await expectError(engine.connectors.update('acme', c.id, { config: { table: 'during' } }), 'rotation_in_progress');
       expect((await engine.connectors.update('acme', c.id, { name: 'still' })).name).toBe('still');
-      await engine.storage.repos.connectors.update('acme', c.id, { rotation_status: null });
+      await engineContext(engine).storage.repos.connectors.update('acme', c.id, { rotation_status: null });
 
       // A pipeline created while its connector is deleted: never both.
       for (let i = 0; i < 8; i++) {
@@ -384,7 +385,7 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
     it('api keys: create, verify, scopes, revoke, bootstrap', async () => {
       const created = await engine.apiKeys.create({ workspace: 'acme', scopes: ['pipelines:read'], name: 'ci' });
       expect(created.key).toMatch(/^fry_[0-9A-Za-z]{8}_[0-9A-Za-z]{38}$/);
-      const raw = JSON.stringify(await engine.storage.knex('api_keys').where({ id: created.id }).first());
+      const raw = JSON.stringify(await engineContext(engine).storage.knex('api_keys').where({ id: created.id }).first());
       expect(raw).not.toContain(created.key.slice(13, 45));
       expect(await engine.apiKeys.verify(created.key)).toMatchObject({ workspace_id: 'acme', scopes: ['pipelines:read'] });
       const wrongSecret = created.key.slice(0, 14) + (created.key[14] === 'a' ? 'b' : 'a') + created.key.slice(15);

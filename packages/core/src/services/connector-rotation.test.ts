@@ -47,7 +47,7 @@ async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
     return isFerryError(error) ? error.code : String(error);
   }
 }
-const password = async (id: string) => (await engine.storage.repos.connectors.get('ws', id))!;
+const password = async (id: string) => (await engineContext(engine).storage.repos.connectors.get('ws', id))!;
 const opened = async (id: string) => (await openConnector(engineContext(engine), 'ws', id)) as { config: { password?: string } };
 
 beforeEach(async () => {
@@ -141,8 +141,8 @@ describe('connector rotation', () => {
     const { shared, active1 } = await setup();
     const row = await password(shared.id);
     const startedAt = new Date(Date.now() - 3_600_000).toISOString();
-    await engine.storage.repos.pipelines.update('ws', active1.id, { state: 'paused', paused_by: `rotation:${shared.id}` });
-    await engine.storage.repos.connectors.update('ws', shared.id, {
+    await engineContext(engine).storage.repos.pipelines.update('ws', active1.id, { state: 'paused', paused_by: `rotation:${shared.id}` });
+    await engineContext(engine).storage.repos.connectors.update('ws', shared.id, {
       rotation_status: 'rotating',
       rotation_started_at: startedAt,
       rotation_state: JSON.stringify({ previous_secrets: row.secrets, previous_health: 'healthy', paused_pipeline_ids: [active1.id] }),

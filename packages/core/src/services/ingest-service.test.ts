@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateWebhookSecret } from '../crypto/webhook-secret.js';
 import { webhookHeaders } from '../crypto/webhook-signature.js';
-import { createEngine, type Engine } from '../engine.js';
+import { createEngine, engineContext, type Engine } from '../engine.js';
 import { isFerryError } from '../errors.js';
 import { defineConnector } from '../plugin/define.js';
 import { Secret } from '../plugin/secret.js';
@@ -46,14 +46,14 @@ describe('ingest', () => {
     const body = JSON.stringify({ type: 'order.created', payload: { id: 7 } });
     const result = await engine.ingest.receive(connectorId, body, signed(body));
     expect(result).toMatchObject({ workspace_id: 'ws1', connector_id: connectorId, count: 1 });
-    const [row] = await engine.storage.repos.inbox.readAfter(connectorId, 0, 10);
+    const [row] = await engineContext(engine).storage.repos.inbox.readAfter(connectorId, 0, 10);
     expect(row).toMatchObject({ id: result.ids[0], workspace_id: 'ws1', type: 'order.created', payload: { id: 7 }, occurred_at: '2026-11-22T10:00:00.000Z', message_id: 'msg_1' });
   });
 
   it('keeps numbers a double cannot hold as strings of their exact digits', async () => {
     const body = '{"type":"order.created","payload":{"big":12345678901234567890,"huge":1e400,"total":12.5}}';
     await engine.ingest.receive(connectorId, body, signed(body));
-    const [row] = await engine.storage.repos.inbox.readAfter(connectorId, 0, 10);
+    const [row] = await engineContext(engine).storage.repos.inbox.readAfter(connectorId, 0, 10);
     expect(row!.payload).toEqual({ big: '12345678901234567890', huge: '1e400', total: 12.5 });
   });
 
@@ -62,7 +62,7 @@ describe('ingest', () => {
     const first = await engine.ingest.receive(connectorId, body, signed(body, 'msg_batch'));
     const again = await engine.ingest.receive(connectorId, body, signed(body, 'msg_batch'));
     expect(again.ids).toEqual(first.ids);
-    const rows = await engine.storage.repos.inbox.readAfter(connectorId, 0, 10);
+    const rows = await engineContext(engine).storage.repos.inbox.readAfter(connectorId, 0, 10);
     expect(rows.map((r) => [r.type, r.occurred_at])).toEqual([
       ['a', '2026-11-22T10:00:00.000Z'],
       ['b', '2026-11-22T08:00:00.000Z'],
@@ -77,7 +77,7 @@ describe('ingest', () => {
     const destination = await engine.connectors.create('ws1', { type: 'webhook', direction: 'destination', config: { signing_secret: secret, url: 'https://example.com' } });
     const other = await engine.connectors.create('ws1', { type: 'other', direction: 'source', config: { signing_secret: secret } });
     for (const id of [destination.id, other.id, 'con_unknown']) expect(await codeOf(engine.ingest.receive(id, body, signed(body)))).toBe('not_found');
-    expect(await engine.storage.repos.inbox.readAfter(connectorId, 0, 10)).toEqual([]);
+    expect(await engineContext(engine).storage.repos.inbox.readAfter(connectorId, 0, 10)).toEqual([]);
   });
 
   it('checks the body only once the signature holds, and lists every problem', async () => {
