@@ -1,4 +1,5 @@
 import type { AsyncLocalStorage } from 'node:async_hooks';
+import type { EventLogFeed } from './services/event-log-feed.js';
 import type { Clock } from './clock.js';
 import type { SecretBox } from './crypto/secret-box.js';
 import type { PlatformEvent, PlatformEventType } from './domain.js';
@@ -34,6 +35,8 @@ export interface EngineContext {
   readonly instanceId: string;
   /** What each open source last reported it holds back, in bytes, by pipeline id. */
   readonly sourceLag: Map<string, number>;
+  /** The event-log entries this engine commits, for `engine.events$`. */
+  readonly eventLog: EventLogFeed;
   /** The transaction the current async flow runs in, if any (see {@link transact}). */
   readonly currentTransaction: AsyncLocalStorage<{ repos: Repositories; emit: Emit }>;
   /**

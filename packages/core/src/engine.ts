@@ -5,7 +5,8 @@ import type { DependencyContainer } from 'tsyringe';
 import { guardedClock, systemClock, type Clock } from './clock.js';
 import { createEngineContainer } from './container.js';
 import { generateSecretKey, parseSecretKey, SecretBox } from './crypto/secret-box.js';
-import type { PlatformEvent, PlatformEventType } from './domain.js';
+import type { EventRecord, PlatformEvent, PlatformEventType } from './domain.js';
+import { EventLogFeed, eventsStream, type EventsStreamOptions } from './services/event-log-feed.js';
 import type { EngineContext, ServiceSettings } from './engine-context.js';
 import { FerryError } from './errors.js';
 import { IdGenerator } from './ids.js';
@@ -122,6 +123,7 @@ export class Engine {
   /** This instance's id as a lease holder. */
   readonly instanceId: string;
   private readonly lag = new Map<string, number>();
+  private readonly eventLog = new EventLogFeed();
   // Its storage stays inside: Ferry's own packages and tests reach it through engineContext().
   private readonly storage: FerryStorage;
   /** The engine's clock. */
@@ -166,6 +168,7 @@ export class Engine {
       bus: this.bus,
       instanceId: this.instanceId,
       sourceLag: this.lag,
+      eventLog: this.eventLog,
       currentTransaction: new AsyncLocalStorage(),
       settings: {
         outboundAllow: options.outboundAllow ?? [],
@@ -289,6 +292,18 @@ export class Engine {
     await this.storage.close();
     this.lifecycle = 'stopped';
     this.logger.info({ instance_id: this.instanceId }, 'ferry engine stopped');
+  }
+
+  /**
+   * A pipeline's event log as an RxJS stream: every event recorded so far (optionally only those
+   * that occurred `since` a time, or of one `type`), in the listing's order, then each event as
+   * this engine records it, live: a new one once its batch commits, a replayed one with its new
+   * outcome. Ends with an error when the listing refuses (`not_found`, `unavailable`...), and
+   * never on its own: unsubscribe to stop. Events that other engines sharing the storage record
+   * appear in the listing, not in the live part.
+   */
+  events$(workspaceId: string, pipelineId: string, options: EventsStreamOptions = {}): Observable<EventRecord> {
+    return eventsStream((params) => this.events.list(workspaceId, pipelineId, params), this.eventLog, workspaceId, pipelineId, options);
   }
 
   /**

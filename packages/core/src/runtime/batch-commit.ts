@@ -134,6 +134,7 @@ export async function commitBatch(
       outcome = await writer.transaction([asEventUpsert(input.batch.logStep), ...rest], input.order);
     }
     if (!outcome.committed) throw new FerryError('lease_lost', `The lease ${input.fence.name} was taken over; the batch is not committed.`);
+    ctx.eventLog.publish(input.pipeline.workspace_id, input.pipeline.id, input.batch.results, now);
     return;
   }
   const results = input.batch.results;
@@ -153,6 +154,7 @@ export async function commitBatch(
     if (!isUniqueViolation(error)) throw error;
     await attempt(false);
   }
+  ctx.eventLog.publish(input.pipeline.workspace_id, input.pipeline.id, results, now);
 }
 
 /**
@@ -172,4 +174,5 @@ export async function commitReplay(ctx: EngineContext, input: { pipeline: Pipeli
     }
     await recordResults(repos, emit, input.pipeline, input.results, now);
   });
+  ctx.eventLog.publish(input.pipeline.workspace_id, input.pipeline.id, input.results, now);
 }

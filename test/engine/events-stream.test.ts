@@ -1,0 +1,83 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { createEngine, generateSecretKey, sqlite, type Engine, type EventRecord } from '@ferry/core';
+import { eventually, MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
+
+const WS = 'default';
+const engines: Engine[] = [];
+afterEach(async () => {
+  await Promise.all(engines.splice(0).map((e) => e.stop()));
+});
+
+async function start() {
+  const clock = new VirtualClock(undefined, { settleRealMs: 1 });
+  const hub = new MemoryHub({ clock });
+  const engine = await createEngine({
+    storage: sqlite({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-events-stream-')), 'ferry.db') }),
+    clock,
+    secretKey: generateSecretKey(),
+    plugins: [memoryConnector(hub)],
+  });
+  await engine.start();
+  engines.push(engine);
+  const source = await engine.connectors.create(WS, { type: 'memory', direction: 'source', config: { name: 'in' } });
+  const destination = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
+  const pipeline = await engine.pipelines.create(WS, { name: 'streamed', source_connector_id: source.id, destination_connector_id: destination.id, activate: true, batch_size: 100, flush_interval_ms: 10 });
+  return { engine, clock, hub, pipeline };
+}
+
+it('replays the event log in order, then tails each event this engine records, replayed ones with their new outcome', async () => {
+  const { engine, clock, hub, pipeline } = await start();
+  hub.sink('out').reject((e) => e.payload.n === 3);
+  for (let n = 0; n < 5; n++) hub.stream('in').push({ type: n % 2 === 0 ? 'even' : 'odd', payload: { n } });
+  await eventually(clock, async () => (await engine.events.list(WS, pipeline.id)).data.length === 5, 1000);
+
+  const seen: EventRecord[] = [];
+  const odd: EventRecord[] = [];
+  const all = engine.events$(WS, pipeline.id).subscribe((e) => seen.push(e));
+  const onlyOdd = engine.events$(WS, pipeline.id, { type: 'odd' }).subscribe((e) => odd.push(e));
+  await eventually(clock, async () => seen.length === 5 && odd.length === 2, 1000);
+  // The replay: what the listing answers, in its order.
+  expect(seen).toEqual((await engine.events.list(WS, pipeline.id)).data);
+  const dead = seen.find((e) => e.payload.n === 3)!;
+  expect(dead).toMatchObject({ status: 'dead_lettered', error: { stage: 'destination', code: 'record_rejected' } });
+
+  // Live: new events once their batch commits.
+  for (let n = 5; n < 8; n++) hub.stream('in').push({ type: n % 2 === 0 ? 'even' : 'odd', payload: { n } });
+  await eventually(clock, async () => seen.length === 8 && odd.length === 4, 1000);
+  expect(seen.slice(5).map((e) => [e.payload.n, e.status])).toEqual([
+    [5, 'delivered'],
+    [6, 'delivered'],
+    [7, 'delivered'],
+  ]);
+  // The replayed ones in the listing's order (time, then id); the live ones in commit order.
+  expect(odd.slice(0, 2)).toEqual((await engine.events.list(WS, pipeline.id, { type: 'odd' })).data.slice(0, 2));
+  expect(odd.slice(2).map((e) => e.payload.n)).toEqual([5, 7]);
+
+  // A replay fixed: the event again, with its new outcome.
+  hub.sink('out').acceptAll();
+  await engine.events.replay(WS, dead.id);
+  await eventually(clock, async () => seen.length === 9, 1000);
+  expect(seen[8]).toMatchObject({ id: dead.id, status: 'delivered', error: null, dead_lettered_at: null });
+  expect(seen[8]).toEqual(await engine.events.get(WS, dead.id));
+  all.unsubscribe();
+  onlyOdd.unsubscribe();
+
+  // Subscribed later, the same log: each event once, in its latest state.
+  const again: EventRecord[] = [];
+  const late = engine.events$(WS, pipeline.id).subscribe((e) => again.push(e));
+  await eventually(clock, async () => again.length === 8, 1000);
+  expect(new Set(again.map((e) => e.id)).size).toBe(8);
+  expect(again.find((e) => e.id === dead.id)?.status).toBe('delivered');
+  late.unsubscribe();
+});
+
+it('ends with the listing\u2019s error: an unknown pipeline, an invalid since', async () => {
+  const { engine, pipeline } = await start();
+  const errorOf = (options: { since?: string } = {}, id = pipeline.id) =>
+    new Promise<unknown>((resolve) => engine.events$(WS, id, options).subscribe({ error: resolve, complete: () => resolve('completed') }));
+  expect(await errorOf({}, 'pip_00000000000000000000000000')).toMatchObject({ code: 'not_found' });
+  expect(await errorOf({ since: 'yesterday' })).toMatchObject({ code: 'validation_failed' });
+});
