@@ -299,7 +299,7 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       await storage.transaction((repos) => repos.events.upsertMany([eventRow(6, { payload: { s: 'a\tb\\N' } })], { fresh: true }));
       expect((await storage.repos.events.get('ws_a', 'evt_000006'))?.payload).toEqual({ s: 'a\tb\\N' });
       const refused = await storage.transaction((repos) => repos.events.upsertMany([eventRow(7), eventRow(6)], { fresh: true })).catch((error: unknown) => error);
-      if (storage.dialect === 'postgres') {
+      if (storage.dialect.name === 'postgres') {
         expect(refused).toMatchObject({ code: '23505' });
         expect(await storage.repos.events.get('ws_a', 'evt_000007')).toBeNull();
       }

@@ -19,10 +19,9 @@ import { LeasesRepo } from './leases.js';
 import type { Db } from './sql-helpers.js';
 import { SqliteIdleReader } from './sqlite-direct.js';
 import { SqliteWriterThread } from './sqlite-writer-thread.js';
-import type { Dialect, StorageConfig } from './storage-config.js';
+import type { StorageConfig } from './storage-config.js';
+import { storageDialect, type StorageDialect } from './dialect.js';
 
-/** Advisory lock id under which Postgres migrations run (an arbitrary constant: "ferr" in ASCII). */
-const MIGRATION_LOCK_KEY = 0x66_65_72_72;
 
 /** Every repository, bound to one connection or transaction. */
 export class Repositories {
@@ -45,7 +44,7 @@ export class Repositories {
    * @param idle - SQLite only, for repositories outside a transaction: the direct read path of
    *   the hottest lookups (see {@link SqliteIdleReader}).
    */
-  constructor(readonly db: Db, readonly dialect: Dialect, idle?: SqliteIdleReader) {
+  constructor(readonly db: Db, readonly dialect: StorageDialect, idle?: SqliteIdleReader) {
     this.workspaces = new WorkspacesRepo(db);
     this.apiKeys = new ApiKeysRepo(db, idle);
     this.connectors = new ConnectorsRepo(db);
@@ -72,7 +71,8 @@ export class Repositories {
  */
 export class FerryStorage {
   readonly knex: Knex;
-  readonly dialect: Dialect;
+  /** What differs between SQLite and Postgres (see `StorageDialect`); `dialect.name` says which. */
+  readonly dialect: StorageDialect;
   readonly description: string;
   /** Repositories outside any transaction. */
   readonly repos: Repositories;
@@ -83,13 +83,13 @@ export class FerryStorage {
   private readonly knexPool: { max?: unknown } | undefined;
 
   constructor(config: StorageConfig, options: { logger?: Logger } = {}) {
-    this.dialect = config.dialect;
+    this.dialect = storageDialect(config.dialect);
     this.description = config.description;
     const logger = (options.logger ?? silentLogger).child({ component: 'storage' });
     // knex writes its own warnings to the console unless given a logger; route them to ours.
     const log = (level: 'warn' | 'error' | 'debug') => (message: unknown) => logger[level]({ detail: String(message) }, `knex ${level}`);
     this.knex = knexFactory({ ...config.knex, log: { warn: log('warn'), error: log('error'), debug: log('debug'), deprecate: log('warn') } });
-    this.idle = this.dialect === 'sqlite' ? new SqliteIdleReader(this.knex) : undefined;
+    this.idle = this.dialect.inProcess ? new SqliteIdleReader(this.knex) : undefined;
     this.repos = new Repositories(this.knex, this.dialect, this.idle);
     this.knexPool = config.knex.pool as { max?: unknown } | undefined;
     this.writer = config.sqliteWriter ? new SqliteWriterThread(config.sqliteWriter) : undefined;
@@ -99,18 +99,7 @@ export class FerryStorage {
   async migrate(): Promise<void> {
     const run = () => this.knex.migrate.latest({ migrationSource, tableName: MIGRATIONS_TABLE });
     try {
-      const poolMax = (this.knexPool?.max as number | undefined) ?? 10;
-      if (this.dialect === 'postgres' && poolMax >= 2) {
-        // Engines starting together would race to create knex's own bookkeeping tables (its lock
-        // table only helps once they exist): serialize them with a transaction-scoped advisory
-        // lock held on one connection while the migrations run on others.
-        await this.knex.transaction(async (trx) => {
-          await trx.raw('SELECT pg_advisory_xact_lock(?)', [MIGRATION_LOCK_KEY]);
-          await run();
-        });
-      } else {
-        await run();
-      }
+      await this.dialect.migrate(this.knex, run, (this.knexPool?.max as number | undefined) ?? 10);
       await this.idle?.prime();
     } catch (error) {
       throw new FerryError('unavailable', `Storage migrations failed on ${this.description}.`, { cause: error, retryAfterSeconds: 5 });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { affected, rawRows, type Db } from './sql-helpers.js';
-import type { Dialect } from './storage-config.js';
+import { affected, type Db } from './sql-helpers.js';
+import type { StorageDialect } from './dialect.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -18,7 +18,7 @@ export interface LeaseGrant {
  * lease at expiry and anyone may take it over; its stale token is refused from then on.
  */
 export class LeasesRepo {
-  constructor(private readonly db: Db, private readonly dialect: Dialect) {}
+  constructor(private readonly db: Db, private readonly dialect: StorageDialect) {}
 
   /** Takes the lease if it is free or expired; null when someone else holds it. */
   async acquire(name: string, holder: string, ttlMs: number, now: number): Promise<LeaseGrant | null> {
@@ -34,7 +34,7 @@ export class LeasesRepo {
        RETURNING token`,
       [name, holder, token, iso(now), iso(now), expires, iso(now)],
     );
-    const rows = rawRows<{ token: string }>(this.dialect, result);
+    const rows = this.dialect.rows<{ token: string }>(result);
     return rows.length === 1 && rows[0]!.token === token ? { name, token, expires_at: expires } : null;
   }
 
@@ -106,7 +106,7 @@ export interface Claim<TRow> {
 export class LeasedQueue {
   constructor(
     private readonly db: Db,
-    private readonly dialect: Dialect,
+    private readonly dialect: StorageDialect,
     private readonly spec: LeasedQueueSpec,
   ) {}
 
@@ -121,7 +121,7 @@ export class LeasedQueue {
       .andWhere((q) => q.whereNull('lease_expires_at').orWhere('lease_expires_at', '<=', nowIso))
       .limit(options.limit);
     for (const column of options.orderBy) candidates.orderBy(column, 'asc');
-    if (this.dialect === 'postgres') candidates.forUpdate().skipLocked();
+    this.dialect.lockForClaim(candidates);
     const rows = (await this.db(table)
       .whereIn(key, candidates)
       .update({ lease_token: token, lease_holder: options.holder, lease_expires_at: iso(options.now + options.ttlMs) })

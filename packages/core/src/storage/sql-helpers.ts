@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import type { Dialect } from './storage-config.js';
 
 /** A knex instance or an open transaction: repositories work on either. */
 export type Db = Knex | Knex.Transaction;
@@ -33,12 +32,6 @@ export function toInt(value: unknown): number {
 /** Rows affected by an update or delete, as a number on both dialects. */
 export function affected(result: unknown): number {
   return typeof result === 'number' ? result : Array.isArray(result) ? result.length : 0;
-}
-
-/** Rows of a `knex.raw` result, on both dialects. */
-export function rawRows<T>(dialect: Dialect, result: unknown): T[] {
-  if (dialect === 'postgres') return (result as { rows: T[] }).rows;
-  return result as T[];
 }
 
 /** True when the error is a unique-constraint violation, on either dialect. */

@@ -1,5 +1,5 @@
-import { fromJson, rawRows, toJson, type Db } from '../sql-helpers.js';
-import type { Dialect } from '../storage-config.js';
+import { fromJson, toJson, type Db } from '../sql-helpers.js';
+import type { StorageDialect } from '../dialect.js';
 import type { Checkpoint } from '../../plugin/types.js';
 import { singleStep, type WriterStep } from '../sqlite-writer-thread.js';
 
@@ -13,7 +13,7 @@ const PUT_FENCED_SQLITE = `INSERT INTO checkpoints (pipeline_id, value, run_id, 
 
 /** Source positions, one per pipeline, committed in the same transaction as the batch's events. */
 export class CheckpointsRepo {
-  constructor(private readonly db: Db, private readonly dialect: Dialect) {}
+  constructor(private readonly db: Db, private readonly dialect: StorageDialect) {}
 
   /** The pipeline's committed position; null before its first batch. */
   async get(pipelineId: string): Promise<Checkpoint | null> {
@@ -37,8 +37,8 @@ export class CheckpointsRepo {
   async putFenced(pipelineId: string, value: Checkpoint, runId: string | null, now: string, fence: { name: string; token: string }): Promise<boolean> {
     const row = [pipelineId, toJson(value), runId, now];
     const lease = [fence.name, fence.token, now];
-    const result = this.dialect === 'postgres' ? await this.db.raw(PUT_FENCED_PG, [...lease, ...row]) : await this.db.raw(PUT_FENCED_SQLITE, [...row, ...lease]);
-    return rawRows(this.dialect, result).length === 1;
+    const put = this.dialect.pick({ postgres: () => this.db.raw(PUT_FENCED_PG, [...lease, ...row]), sqlite: () => this.db.raw(PUT_FENCED_SQLITE, [...row, ...lease]) });
+    return this.dialect.rows(await put()).length === 1;
   }
 }
 

@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { LeasedQueue, type Claim } from '../leases.js';
 import { inSqliteTransaction, sqliteStatement } from '../sqlite-direct.js';
-import { affected, INSERT_CHUNK, rawRows, toInt, type Db } from '../sql-helpers.js';
-import type { Dialect } from '../storage-config.js';
+import { affected, INSERT_CHUNK, toInt, type Db } from '../sql-helpers.js';
+import type { StorageDialect } from '../dialect.js';
 import type { DeliveryStatus, PlatformEventType } from '../../domain.js';
 
 /** Row of `deliveries`. `body` is the exact JSON sent, identical on every attempt. */
@@ -79,7 +79,7 @@ export class DeliveriesRepo {
 
   constructor(
     private readonly db: Db,
-    private readonly dialect: Dialect,
+    private readonly dialect: StorageDialect,
   ) {
     this.queue = new LeasedQueue(db, dialect, { table: 'deliveries', key: 'id' });
   }
@@ -226,7 +226,7 @@ export class DeliveriesRepo {
   async recordAttempts(attempts: readonly DeliveryAttemptRow[], outcomes: readonly AttemptOutcome[], now: number): Promise<Set<string>> {
     const done = new Set<string>();
     const nowIso = new Date(now).toISOString();
-    if (this.dialect === 'sqlite') {
+    if (this.dialect.inProcess) {
       await inSqliteTransaction(this.db, (conn) => {
         const insert = sqliteStatement(conn, INSERT_ATTEMPT_SQL);
         for (const a of attempts) insert.run([a.id, a.delivery_id, a.workspace_id, a.attempted_at, a.response_status, a.duration_ms, a.response_body, a.error]);
@@ -259,7 +259,7 @@ export class DeliveriesRepo {
          RETURNING deliveries.id`,
         bindings,
       );
-      for (const r of rawRows<{ id: string }>(this.dialect, result)) done.add(r.id);
+      for (const r of this.dialect.rows<{ id: string }>(result)) done.add(r.id);
     }
     return done;
   }

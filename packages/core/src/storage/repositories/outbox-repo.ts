@@ -1,5 +1,5 @@
 import { affected, fromJson, INSERT_CHUNK, toInt, toJson, type Db } from '../sql-helpers.js';
-import type { Dialect } from '../storage-config.js';
+import type { StorageDialect } from '../dialect.js';
 import type { PlatformEvent, PlatformEventType } from '../../domain.js';
 import type { JsonObject } from '../../plugin/types.js';
 
@@ -26,7 +26,7 @@ const map = (row: Record<string, unknown>): OutboxRow => ({
 export class OutboxRepo {
   constructor(
     private readonly db: Db,
-    private readonly dialect: Dialect = 'sqlite',
+    private readonly dialect: StorageDialect,
   ) {}
 
   /** Appends one event. */
@@ -55,7 +55,7 @@ export class OutboxRepo {
    */
   async pending(limit: number, claim = false): Promise<OutboxRow[]> {
     const query = this.db('platform_events').whereNull('fanned_out_at').orderBy('seq').limit(limit);
-    if (claim && this.dialect === 'postgres') query.forUpdate().skipLocked();
+    if (claim) this.dialect.lockForClaim(query);
     return ((await query) as Record<string, unknown>[]).map(map);
   }
 

@@ -2,7 +2,7 @@ import type { SqliteIdleReader } from '../sqlite-direct.js';
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { LeasedQueue } from '../leases.js';
 import { affected, toInt, type Db } from '../sql-helpers.js';
-import type { Dialect } from '../storage-config.js';
+import type { StorageDialect } from '../dialect.js';
 import type { Run } from '../../domain.js';
 import { singleStep, type WriterStep } from '../sqlite-writer-thread.js';
 
@@ -33,7 +33,7 @@ export class RunsRepo {
 
   constructor(
     private readonly db: Db,
-    dialect: Dialect,
+    dialect: StorageDialect,
     private readonly idle?: SqliteIdleReader,
   ) {
     this.queue = new LeasedQueue(db, dialect, { table: 'runs', key: 'id' });
