@@ -28,7 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Type } from '@sinclair/typebox';
-import { createEngine, defineConnector, generateSecretKey, postgres as postgresStorage, sqlite, type JsonObject, type StorageConfig } from '@ferry/core';
+import { createEngine, defineConnector, generateSecretKey, postgresStorage, sqliteStorage, type JsonObject, type StorageConfig } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
 import { startTestPostgres } from '@ferry/testing';
 import { emit } from '../emit.js';
@@ -192,7 +192,7 @@ const dir = mkdtempSync(join(process.platform === 'linux' ? '/dev/shm' : tmpdir(
 try {
   for (const kase of CASES) {
     const url = await server.createDatabase(`bench_cdc_${kase}`);
-    if (kase === 'sqlite') await runCase('engine on sqlite', sqlite({ filename: join(dir, 'ferry.db') }), url);
+    if (kase === 'sqlite') await runCase('engine on sqlite', sqliteStorage({ filename: join(dir, 'ferry.db') }), url);
     else if (kase === 'postgres') await runCase('engine on postgres', postgresStorage({ connectionString: await server.createDatabase('bench_cdc_engine') }), url);
     else throw new Error(`unknown BENCH_CDC_CASES entry ${kase}`);
   }

@@ -16,7 +16,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
-import { sqlite } from '@ferry/core';
+import { sqliteStorage } from '@ferry/core';
 import { ferryPlugin } from '@ferry/fastify';
 import { emit } from '../emit.js';
 import { drainThroughEngine, envCount, sqliteTempDir, startBenchEngine, WORKSPACE } from '../pipeline/drain.js';
@@ -26,7 +26,7 @@ const CLIENTS = envCount('BENCH_FAIRNESS_CLIENTS', 40);
 
 async function run(label: string, writerThread: boolean): Promise<void> {
   const dir = sqliteTempDir();
-  const bench = await startBenchEngine(sqlite({ filename: join(dir, 'ferry.db'), writerThread }));
+  const bench = await startBenchEngine(sqliteStorage({ filename: join(dir, 'ferry.db'), writerThread }));
   const app = Fastify({ logger: false });
   await app.register(ferryPlugin, { engine: bench.engine, rateLimit: false });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });

@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { createEngine, generateSecretKey, sqlite, type Engine } from '@ferry/core';
+import { createEngine, generateSecretKey, sqliteStorage, type Engine } from '@ferry/core';
 import { ferryRouter } from '@ferry/express';
 import { ferryPlugin } from '@ferry/fastify';
 import type { HttpApiOptions } from '@ferry/http';
@@ -114,7 +114,7 @@ interface FerryTarget {
 
 async function startFerry(adapter: 'fastify' | 'express', dir: string): Promise<FerryTarget> {
   const engine = await createEngine({
-    storage: sqlite({ filename: join(dir, `${adapter}.db`) }),
+    storage: sqliteStorage({ filename: join(dir, `${adapter}.db`) }),
     secretKey: generateSecretKey(),
     plugins: [webhook()],
   });

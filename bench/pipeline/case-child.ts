@@ -13,7 +13,7 @@
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { postgres, sqlite, type StorageConfig } from '@ferry/core';
+import { postgresStorage, sqliteStorage, type StorageConfig } from '@ferry/core';
 import { engineContext, openStorage } from '@ferry/core/internal';
 import { directWrite, drainThroughEngine, envCount, kernelPeakMb, loggedRows, mb, sqliteTempDir, startBenchEngine, THROUGHPUT_ROUNDS, type DrainResult } from './drain.js';
 
@@ -53,11 +53,11 @@ const dir = dialect === 'sqlite' ? sqliteTempDir() : undefined;
 
 /** The case's storage named `name`: a file in this process's directory, or the database the parent made. */
 function storageFor(name: 'engine' | 'direct'): StorageConfig {
-  if (dir) return sqlite({ filename: join(dir, `${name}.db`) });
+  if (dir) return sqliteStorage({ filename: join(dir, `${name}.db`) });
   const variable = name === 'engine' ? 'BENCH_PIPELINE_URL' : 'BENCH_PIPELINE_DIRECT_URL';
   const url = process.env[variable];
   if (!url) throw new Error(`${variable} is required for postgres`);
-  return postgres({ connectionString: url });
+  return postgresStorage({ connectionString: url });
 }
 
 /**

@@ -32,7 +32,7 @@ import { join } from 'node:path';
 import { pipeline as streamPipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
-import { createEngine, generateSecretKey, postgres as postgresStorage, sqlite, type StorageConfig } from '@ferry/core';
+import { createEngine, generateSecretKey, postgresStorage, sqliteStorage, type StorageConfig } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
 import { startTestPostgres, type TestPostgres } from '@ferry/testing';
 import { emit } from '../emit.js';
@@ -194,7 +194,7 @@ try {
     } else if (kase === 'sqlite') {
       const dir = mkdtempSync('/dev/shm/ferry-bench-postgres-');
       shmDirs.push(dir);
-      await engineCase('engine on sqlite', sqlite({ filename: join(dir, 'ferry.db') }), dataUrl, admin, baseline);
+      await engineCase('engine on sqlite', sqliteStorage({ filename: join(dir, 'ferry.db') }), dataUrl, admin, baseline);
     } else {
       throw new Error(`unknown BENCH_POSTGRES_CASES entry ${kase}`);
     }

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { postgres, sqlite } from '@ferry/core';
+import { postgresStorage, sqliteStorage } from '@ferry/core';
 import { openStorage, type EventRow, type FerryStorage } from '@ferry/core/internal';
 import { pipelineRow, startTestPostgres } from '@ferry/testing';
 import { emit } from '../emit.js';
@@ -67,7 +67,7 @@ async function pageCost(storage: FerryStorage, pipelineId: string, depth: number
 
 async function sqliteBench(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'ferry-bench-'));
-  const storage = await openStorage(sqlite({ filename: join(dir, 'ferry.db') }));
+  const storage = await openStorage(sqliteStorage({ filename: join(dir, 'ferry.db') }));
   const ferry = await ferryWrite(storage, 'pip_bench');
 
   // Baseline: the same rows through better-sqlite3 directly, one prepared statement per row.
@@ -96,7 +96,7 @@ async function sqliteBench(): Promise<void> {
 async function postgresBench(): Promise<void> {
   const server = await startTestPostgres();
   try {
-    const storage = await openStorage(postgres({ connectionString: await server.createDatabase('bench') }));
+    const storage = await openStorage(postgresStorage({ connectionString: await server.createDatabase('bench') }));
     const ferry = await ferryWrite(storage, 'pip_bench');
 
     // Baseline: the same rows through pg directly, one multi-row INSERT per batch.

@@ -24,7 +24,7 @@ import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
-import { createEngine, generateSecretKey, generateWebhookSecret, postgres, sqlite, webhookHeaders, type Engine, type StorageConfig } from '@ferry/core';
+import { createEngine, generateSecretKey, generateWebhookSecret, postgresStorage, sqliteStorage, webhookHeaders, type Engine, type StorageConfig } from '@ferry/core';
 import { engineContext } from '@ferry/core/internal';
 import { MemoryHub, memoryConnector, startTestPostgres } from '@ferry/testing';
 import { emit } from '../emit.js';
@@ -174,13 +174,13 @@ try {
   emit('webhooks', 'bare: request p50', b.p50, 'ms');
   emit('webhooks', 'bare: request p99', b.p99, 'ms');
   if (DIALECTS.includes('sqlite')) {
-    await engineCase('sqlite', sqlite({ filename: join(mkdtempSync('/dev/shm/ferry-bench-webhooks-'), 'ferry.db') }), receiver, b.rate);
+    await engineCase('sqlite', sqliteStorage({ filename: join(mkdtempSync('/dev/shm/ferry-bench-webhooks-'), 'ferry.db') }), receiver, b.rate);
   }
   if (DIALECTS.includes('postgres')) {
     pg = await startTestPostgres();
     b = await bare(receiver.url);
     emit('webhooks', 'bare: deliveries', b.rate, 'deliveries/s');
-    await engineCase('postgres', postgres({ connectionString: await pg.createDatabase('bench_webhooks') }), receiver, b.rate);
+    await engineCase('postgres', postgresStorage({ connectionString: await pg.createDatabase('bench_webhooks') }), receiver, b.rate);
   }
 } finally {
   await pg?.stop();

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, sqlite } from '@ferry/core';
+import { createEngine, generateSecretKey, sqliteStorage } from '@ferry/core';
 import { engineContext } from '@ferry/core/internal';
 import { kafka } from '@ferry/kafka';
 import { postgres } from '@ferry/postgres';
@@ -48,7 +48,7 @@ describe('kafka destination survives SIGKILL', () => {
     // The API side, on the engines' SQLite file: it creates the pipeline and runs nothing.
     const filename = join(mkdtempSync(join(tmpdir(), 'ferry-kafka-crash-')), 'ferry.db');
     const secretKey = generateSecretKey();
-    const api = await createEngine({ storage: sqlite({ filename }), secretKey, runtime: false, webhookDelivery: false, plugins: [postgres(), kafka()], outboundAllow: ['127.0.0.1'] });
+    const api = await createEngine({ storage: sqliteStorage({ filename }), secretKey, runtime: false, webhookDelivery: false, plugins: [postgres(), kafka()], outboundAllow: ['127.0.0.1'] });
     await api.start();
     cleanup.push(() => api.stop());
     const source = await api.connectors.create(WS, { type: 'postgres', direction: 'source', config: { connection_string: dataUrl, table: 'orders', cursor_column: 'id', type: 'order.created' } });

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, sqlite } from '@ferry/core';
+import { createEngine, generateSecretKey, sqliteStorage } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
 import { getSharedTestPostgres } from '@ferry/testing';
 import { startChildEngine, untilReal } from '../support/child-engine.js';
@@ -50,7 +50,7 @@ describe('postgres change capture survives SIGKILL under concurrent writers', ()
 
     const filename = join(mkdtempSync(join(tmpdir(), 'ferry-cdc-crash-')), 'ferry.db');
     const secretKey = generateSecretKey();
-    const api = await createEngine({ storage: sqlite({ filename }), secretKey, runtime: false, webhookDelivery: false, plugins: [postgres()], outboundAllow: ['127.0.0.1'] });
+    const api = await createEngine({ storage: sqliteStorage({ filename }), secretKey, runtime: false, webhookDelivery: false, plugins: [postgres()], outboundAllow: ['127.0.0.1'] });
     await api.start();
     cleanup.push(() => api.stop());
     const from = await api.connectors.create(WS, { type: 'postgres', direction: 'source', config: { connection_string: sourceUrl, capture: 'changes', tables: ['accounts'], batch_size: BATCH } });

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, sqlite } from '@ferry/core';
+import { createEngine, generateSecretKey, sqliteStorage } from '@ferry/core';
 import { engineContext } from '@ferry/core/internal';
 import { postgres } from '@ferry/postgres';
 import { snowflake } from '@ferry/snowflake';
@@ -51,7 +51,7 @@ describe('snowflake destination survives SIGKILL', () => {
     // The API side, on the engines' SQLite file: it creates the pipeline and runs nothing.
     const filename = join(mkdtempSync(join(tmpdir(), 'ferry-snowflake-crash-')), 'ferry.db');
     const secretKey = generateSecretKey();
-    const api = await createEngine({ storage: sqlite({ filename }), secretKey, runtime: false, webhookDelivery: false, plugins: [postgres(), snowflake()], outboundAllow: ['127.0.0.1'] });
+    const api = await createEngine({ storage: sqliteStorage({ filename }), secretKey, runtime: false, webhookDelivery: false, plugins: [postgres(), snowflake()], outboundAllow: ['127.0.0.1'] });
     await api.start();
     cleanup.push(() => api.stop());
     const source = await api.connectors.create(WS, { type: 'postgres', direction: 'source', config: { connection_string: dataUrl, table: 'orders', cursor_column: 'id', type: 'order.created' } });

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, parseExactJson, sqlite, type Engine, type JsonObject, type JsonValue } from '@ferry/core';
+import { createEngine, generateSecretKey, parseExactJson, sqliteStorage, type Engine, type JsonObject, type JsonValue } from '@ferry/core';
 import { kafka } from '@ferry/kafka';
 import { postgres } from '@ferry/postgres';
 import { s3 } from '@ferry/s3';
@@ -77,7 +77,7 @@ beforeAll(async () => {
   clock = new VirtualClock(undefined, { settleRealMs: 1 });
   receiver = await startWebhookReceiver({ clock });
   engine = await createEngine({
-    storage: sqlite({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-fidelity-')), 'ferry.db') }),
+    storage: sqliteStorage({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-fidelity-')), 'ferry.db') }),
     clock,
     secretKey: generateSecretKey(),
     plugins: [postgres(), s3(), kafka(), snowflake(), webhook()],

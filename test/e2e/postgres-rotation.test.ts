@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, postgres as postgresStorage, type Engine } from '@ferry/core';
+import { createEngine, generateSecretKey, postgresStorage, type Engine } from '@ferry/core';
 import { engineContext, openConnector } from '@ferry/core/internal';
 import { postgres } from '@ferry/postgres';
 import { getSharedTestPostgres, eventually, VirtualClock } from '@ferry/testing';

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, sqlite, type Engine, type EventRecord } from '@ferry/core';
+import { createEngine, generateSecretKey, sqliteStorage, type Engine, type EventRecord } from '@ferry/core';
 import { eventually, MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
 
 const WS = 'default';
@@ -15,7 +15,7 @@ async function start() {
   const clock = new VirtualClock(undefined, { settleRealMs: 1 });
   const hub = new MemoryHub({ clock });
   const engine = await createEngine({
-    storage: sqlite({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-events-stream-')), 'ferry.db') }),
+    storage: sqliteStorage({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-events-stream-')), 'ferry.db') }),
     clock,
     secretKey: generateSecretKey(),
     plugins: [memoryConnector(hub)],

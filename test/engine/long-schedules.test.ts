@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, sqlite, systemClock, type Clock, type Engine } from '@ferry/core';
+import { createEngine, generateSecretKey, sqliteStorage, systemClock, type Clock, type Engine } from '@ferry/core';
 import { eventually, MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
 
 const WS = 'default';
@@ -18,7 +18,7 @@ describe('schedules further away than a Node timer can wait', () => {
 
   async function scheduled(clock: Clock, schedule: string) {
     const hub = new MemoryHub({ clock });
-    const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), clock, secretKey: generateSecretKey(), plugins: [memoryConnector(hub)],
+    const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), clock, secretKey: generateSecretKey(), plugins: [memoryConnector(hub)],
       // Polls a few times a month, so moving virtual time by months fires a few timers, not millions.
       runtime: { pollIntervalMs: 7 * DAY, leaseTtlMs: 60 * DAY }, webhookDelivery: false });
     await engine.start();

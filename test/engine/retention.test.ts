@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, sqlite, type Engine } from '@ferry/core';
+import { createEngine, generateSecretKey, sqliteStorage, type Engine } from '@ferry/core';
 import type { RetentionOptionsInput } from '@ferry/core/internal';
 import { engineContext } from '@ferry/core/internal';
 import { eventually, MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
@@ -21,7 +21,7 @@ async function start(retention: RetentionOptionsInput, runtime: false | undefine
   const clock = new VirtualClock(undefined, { settleRealMs: 1 });
   const hub = new MemoryHub({ clock });
   const engine = await createEngine({
-    storage: sqlite({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-retention-')), 'ferry.db') }),
+    storage: sqliteStorage({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-retention-')), 'ferry.db') }),
     clock,
     secretKey: generateSecretKey(),
     plugins: [memoryConnector(hub)],

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { expect, it } from 'vitest';
-import { ConnectorError, createEngine, defineConnector, generateSecretKey, isFerryError, postgres, Secret, sqlite, type Logger } from '@ferry/core';
+import { ConnectorError, createEngine, defineConnector, generateSecretKey, isFerryError, postgresStorage, Secret, sqliteStorage, type Logger } from '@ferry/core';
 import { getSharedTestPostgres } from '@ferry/testing';
 
 const SECRET = 'sk_live_never-show-me-4242';
@@ -28,7 +28,7 @@ it('a secret never reaches a log line, a platform event, an error or a response'
   const lines: string[] = [];
   const pg = await getSharedTestPostgres();
   const url = new URL(await pg.createDatabase('logs'));
-  for (const storage of [sqlite({ filename: ':memory:' }), postgres({ connectionString: url.toString() })]) {
+  for (const storage of [sqliteStorage({ filename: ':memory:' }), postgresStorage({ connectionString: url.toString() })]) {
     const engine = await createEngine({ storage, secretKey: generateSecretKey(), logger: capture(lines), plugins: [leaky] });
     const seen: unknown[] = [];
     engine.on('*', (e) => seen.push(e));

@@ -1,6 +1,6 @@
 import { afterEach, expect, it } from 'vitest';
 import { Type } from '@sinclair/typebox';
-import { createEngine, defineConnector, sqlite, type Engine } from '@ferry/core';
+import { createEngine, defineConnector, sqliteStorage, type Engine } from '@ferry/core';
 import { createMetrics } from '@ferry/server';
 import { MemoryHub, eventually, memoryConnector, VirtualClock } from '@ferry/testing';
 
@@ -28,7 +28,7 @@ const laggingSource = defineConnector({
 it('a source\'s reported lag is engine.sourceLag() and ferry_source_lag_bytes while it is open', async () => {
   const clock = new VirtualClock(undefined, { settleRealMs: 1 });
   const hub = new MemoryHub({ clock });
-  const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), clock, plugins: [laggingSource, memoryConnector(hub)], webhookDelivery: false });
+  const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), clock, plugins: [laggingSource, memoryConnector(hub)], webhookDelivery: false });
   await engine.start();
   engines.push(engine);
   const source = await engine.connectors.create(WS, { type: 'lagging', direction: 'source', config: {} });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, defineConnector, generateSecretKey, isFerryError, postgres, sqlite, type Engine, type PlatformEvent } from '@ferry/core';
+import { createEngine, defineConnector, generateSecretKey, isFerryError, postgresStorage, sqliteStorage, type Engine, type PlatformEvent } from '@ferry/core';
 import { getSharedTestPostgres, VirtualClock } from '@ferry/testing';
 
 const memory = defineConnector({
@@ -29,9 +29,9 @@ describe('two engines in one process', () => {
   it.each([
     ['sqlite files', () => {
       const dir = mkdtempSync(join(tmpdir(), 'ferry-two-'));
-      return [sqlite({ filename: join(dir, 'a.db') }), sqlite({ filename: join(dir, 'b.db') })] as const;
+      return [sqliteStorage({ filename: join(dir, 'a.db') }), sqliteStorage({ filename: join(dir, 'b.db') })] as const;
     }],
-    ['sqlite in memory', () => [sqlite({ filename: ':memory:' }), sqlite({ filename: ':memory:' })] as const],
+    ['sqlite in memory', () => [sqliteStorage({ filename: ':memory:' }), sqliteStorage({ filename: ':memory:' })] as const],
   ])('with separate storage (%s) share nothing', async (_name, storages) => {
     const [sa, sb] = storages();
     const a = await start(sa);
@@ -69,7 +69,7 @@ describe('two engines in one process', () => {
     const url = await (await getSharedTestPostgres()).createDatabase('two_engines');
     const secretKey = generateSecretKey();
     const make = async () => {
-      const engine = await createEngine({ storage: postgres({ connectionString: url }), secretKey, clock: new VirtualClock(), plugins: [memory] });
+      const engine = await createEngine({ storage: postgresStorage({ connectionString: url }), secretKey, clock: new VirtualClock(), plugins: [memory] });
       await engine.start();
       engines.push(engine);
       return engine;

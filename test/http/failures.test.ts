@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { defineConnector, postgres, sqlite, type Logger } from '@ferry/core';
+import { defineConnector, postgresStorage, sqliteStorage, type Logger } from '@ferry/core';
 import { getSharedTestPostgres } from '@ferry/testing';
 import { ADAPTERS, startApi, testPlugins, type TestApi, type TestResponse } from './harness.js';
 
@@ -107,7 +107,7 @@ describe.each(ADAPTERS)('5xx answers [%s]', (adapter) => {
     cleanups.push(() => proxy.close());
     url.port = String(proxy.port);
     const lines: Array<Record<string, unknown>> = [];
-    api = await startApi({ adapter, storage: 'postgres', storageConfig: postgres({ connectionString: url.toString() }), logger: capturingLogger(lines) });
+    api = await startApi({ adapter, storage: 'postgres', storageConfig: postgresStorage({ connectionString: url.toString() }), logger: capturingLogger(lines) });
     expect((await api.request('POST', '/v2/connectors', { body: SOURCE })).status).toBe(201);
 
     await proxy.cut();
@@ -138,7 +138,7 @@ describe.each(ADAPTERS)('5xx answers [%s]', (adapter) => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-busy-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'ferry.db');
-    api = await startApi({ adapter, storage: 'sqlite', storageConfig: sqlite({ filename: file, busyTimeoutMs: 20 }) });
+    api = await startApi({ adapter, storage: 'sqlite', storageConfig: sqliteStorage({ filename: file, busyTimeoutMs: 20 }) });
     expect((await api.request('POST', '/v2/connectors', { body: SOURCE })).status).toBe(201);
 
     const other = new Database(file);

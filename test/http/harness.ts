@@ -12,21 +12,7 @@ import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { request as undiciRequest } from 'undici';
 import { afterAll, beforeAll, describe } from 'vitest';
-import {
-  ConnectorError,
-  createEngine,
-  defineConnector,
-  generateSecretKey,
-  generateWebhookSecret,
-  postgres,
-  Secret,
-  sqlite,
-  type Clock,
-  type Engine,
-  type FerryPlugin,
-  type Logger,
-  type StorageConfig,
-} from '@ferry/core';
+import { ConnectorError, createEngine, defineConnector, generateSecretKey, generateWebhookSecret, postgresStorage, Secret, sqliteStorage, type Clock, type Engine, type FerryPlugin, type Logger, type StorageConfig } from '@ferry/core';
 import { answerClientError, ferryRouter } from '@ferry/express';
 import { ferryPlugin, ferryServerOptions } from '@ferry/fastify';
 import type { HttpApiOptions } from '@ferry/http';
@@ -165,8 +151,8 @@ export function testPlugins(): FerryPlugin[] {
 }
 
 async function storageConfig(storage: StorageName): Promise<StorageConfig> {
-  if (storage === 'sqlite') return sqlite({ filename: ':memory:' });
-  return postgres({ connectionString: await (await getSharedTestPostgres()).createDatabase('http') });
+  if (storage === 'sqlite') return sqliteStorage({ filename: ':memory:' });
+  return postgresStorage({ connectionString: await (await getSharedTestPostgres()).createDatabase('http') });
 }
 
 async function listen(adapter: AdapterName, engine: Engine, httpOptions: HttpApiOptions): Promise<{ url: string; stop: () => Promise<void> }> {

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, sqlite, type Engine, type JsonObject, type PlatformEvent, type Pipeline } from '@ferry/core';
+import { createEngine, generateSecretKey, sqliteStorage, type Engine, type JsonObject, type PlatformEvent, type Pipeline } from '@ferry/core';
 import type { RuntimeOptions } from '@ferry/core/internal';
 import { postgres } from '@ferry/postgres';
 import { MemoryHub, memoryConnector, eventually, getSharedTestPostgres, VirtualClock } from '@ferry/testing';
@@ -28,7 +28,7 @@ describe('a non-retryable configuration failure', () => {
     const hub = new MemoryHub({ clock });
     const filename = join(mkdtempSync(join(tmpdir(), 'ferry-config-failure-')), 'ferry.db');
     const engine = await createEngine({
-      storage: sqlite({ filename }),
+      storage: sqliteStorage({ filename }),
       clock,
       secretKey: generateSecretKey(),
       plugins: [memoryConnector(hub), postgres()],

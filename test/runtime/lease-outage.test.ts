@@ -4,7 +4,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, postgres, sqlite, type Engine, type Logger, type PlatformEvent, type StorageConfig } from '@ferry/core';
+import { createEngine, generateSecretKey, postgresStorage, sqliteStorage, type Engine, type Logger, type PlatformEvent, type StorageConfig } from '@ferry/core';
 import { engineContext } from '@ferry/core/internal';
 import { eventually, getSharedTestPostgres, MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
 
@@ -183,12 +183,12 @@ describe('a storage outage shorter than the lease', () => {
     const proxy = await cuttableProxy(Number(connectionString.port));
     connectionString.port = String(proxy.port);
     const clock = new VirtualClock(undefined, { settleRealMs: 1 });
-    await survivesOutage(postgres({ connectionString: connectionString.toString() }), clock, proxy.outage);
+    await survivesOutage(postgresStorage({ connectionString: connectionString.toString() }), clock, proxy.outage);
   }, 60_000);
 
   it('sqlite: another process holds the write lock for 20 s; the lease is kept, the run goes on', async () => {
     const filename = join(mkdtempSync(join(tmpdir(), 'ferry-lease-outage-')), 'ferry.db');
     const clock = new VirtualClock(undefined, { settleRealMs: 1 });
-    await survivesOutage(sqlite({ filename, clock }), clock, lockingProcess(filename));
+    await survivesOutage(sqliteStorage({ filename, clock }), clock, lockingProcess(filename));
   }, 60_000);
 });

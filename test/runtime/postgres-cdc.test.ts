@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, sqlite, type Engine, type JsonObject } from '@ferry/core';
+import { createEngine, generateSecretKey, sqliteStorage, type Engine, type JsonObject } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
 import { MemoryHub, memoryConnector, eventually, getSharedTestPostgres, VirtualClock } from '@ferry/testing';
 import pg from 'pg';
@@ -32,7 +32,7 @@ async function setup() {
   const clock = new VirtualClock(undefined, { settleRealMs: 1 });
   const hub = new MemoryHub({ clock });
   const engine = await createEngine({
-    storage: sqlite({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-cdc-')), 'ferry.db') }),
+    storage: sqliteStorage({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-cdc-')), 'ferry.db') }),
     clock,
     secretKey: generateSecretKey(),
     plugins: [postgres(), memoryConnector(hub)],

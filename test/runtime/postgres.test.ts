@@ -1,8 +1,8 @@
-import { postgres } from '@ferry/core';
+import { postgresStorage } from '@ferry/core';
 import { getSharedTestPostgres } from '@ferry/testing';
 import { runRuntimeSuite } from './runtime-suite.js';
 
 runRuntimeSuite('postgres', async () => {
   const connectionString = await (await getSharedTestPostgres()).createDatabase('runtime');
-  return { config: () => postgres({ connectionString }) };
+  return { config: () => postgresStorage({ connectionString }) };
 });

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, sqlite, webhookHeaders, type Engine } from '@ferry/core';
+import { createEngine, generateSecretKey, sqliteStorage, webhookHeaders, type Engine } from '@ferry/core';
 import { MemoryHub, memoryConnector, eventually, VirtualClock } from '@ferry/testing';
 import { webhook } from '@ferry/webhook';
 
@@ -21,7 +21,7 @@ it('a webhook source streams what the ingest endpoint stored, in arrival order, 
   const hub = new MemoryHub({ clock });
   const secretKey = generateSecretKey();
   const start = async () => {
-    const engine = await createEngine({ storage: sqlite({ filename }), clock, secretKey, plugins: [webhook(), memoryConnector(hub)], runtime: { pollIntervalMs: 60_000, leaseTtlMs: 1_800_000 }, webhookDelivery: false });
+    const engine = await createEngine({ storage: sqliteStorage({ filename }), clock, secretKey, plugins: [webhook(), memoryConnector(hub)], runtime: { pollIntervalMs: 60_000, leaseTtlMs: 1_800_000 }, webhookDelivery: false });
     await engine.start();
     engines.push(engine);
     return engine;

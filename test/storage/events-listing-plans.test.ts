@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { sqlite } from '@ferry/core';
+import { sqliteStorage } from '@ferry/core';
 import { openStorage, type FerryStorage } from '@ferry/core/internal';
 
 /**
@@ -10,7 +10,7 @@ import { openStorage, type FerryStorage } from '@ferry/core/internal';
 let storage: FerryStorage;
 const queries: { sql: string; bindings: readonly (string | number)[] }[] = [];
 beforeAll(async () => {
-  storage = await openStorage(sqlite({ filename: ':memory:' }));
+  storage = await openStorage(sqliteStorage({ filename: ':memory:' }));
   storage.knex.on('query', (q: { sql: string; bindings?: (string | number)[] }) => queries.push({ sql: q.sql, bindings: q.bindings ?? [] }));
 });
 afterAll(() => storage.close());

@@ -2,15 +2,15 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { postgres, sqlite, type StorageConfig } from '@ferry/core';
+import { postgresStorage, sqliteStorage, type StorageConfig } from '@ferry/core';
 import { openStorage, type FerryStorage } from '@ferry/core/internal';
 import { getSharedTestPostgres } from '@ferry/testing';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 
 const dialects: [string, () => Promise<StorageConfig>][] = [
-  ['sqlite', async () => sqlite({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-leases-')), 'leases.db') })],
-  ['postgres', async () => postgres({ connectionString: await (await getSharedTestPostgres()).createDatabase('leases') })],
+  ['sqlite', async () => sqliteStorage({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-leases-')), 'leases.db') })],
+  ['postgres', async () => postgresStorage({ connectionString: await (await getSharedTestPostgres()).createDatabase('leases') })],
 ];
 
 describe.each(dialects)('lease renewal after an outage (%s)', (_name, config) => {

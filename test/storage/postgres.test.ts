@@ -1,7 +1,7 @@
-import { postgres } from '@ferry/core';
+import { postgresStorage } from '@ferry/core';
 import { getSharedTestPostgres, runEngineStorageSuite, runStorageSuite } from '@ferry/testing';
 
-const factory = async () => postgres({ connectionString: await (await getSharedTestPostgres()).createDatabase('storage') });
+const factory = async () => postgresStorage({ connectionString: await (await getSharedTestPostgres()).createDatabase('storage') });
 
 runStorageSuite('postgres', factory);
 runEngineStorageSuite('postgres', factory);

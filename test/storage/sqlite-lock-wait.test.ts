@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { FerryError, sqlite } from '@ferry/core';
+import { FerryError, sqliteStorage } from '@ferry/core';
 import { isStorageUnavailable, openStorage, translateStorageError, type FerryStorage } from '@ferry/core/internal';
 import { eventually, VirtualClock } from '@ferry/testing';
 
@@ -78,7 +78,7 @@ async function advanceUntil(clock: VirtualClock, done: () => boolean): Promise<v
 
 async function open(clock: VirtualClock): Promise<FerryStorage> {
   const filename = join(mkdtempSync(join(tmpdir(), 'ferry-lock-')), 'locked.db');
-  const storage = await openStorage(sqlite({ filename, busyTimeoutMs: 5_000, clock }));
+  const storage = await openStorage(sqliteStorage({ filename, busyTimeoutMs: 5_000, clock }));
   cleanups.push(() => storage.close());
   await storage.repos.workspaces.ensure('default', T0);
   return storage;

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { sqlite } from '@ferry/core';
+import { sqliteStorage } from '@ferry/core';
 import { openStorage } from '@ferry/core/internal';
 
 const worker = join(import.meta.dirname, 'fixtures', 'claim-worker.ts');
@@ -22,7 +22,7 @@ function run(filename: string, holder: string): Promise<{ holder: string; done: 
 
 it('several processes share one SQLite file: every queued row is completed exactly once, no lock errors', async () => {
   const filename = join(mkdtempSync(join(tmpdir(), 'ferry-procs-')), 'shared.db');
-  const storage = await openStorage(sqlite({ filename }));
+  const storage = await openStorage(sqliteStorage({ filename }));
   const at = '2026-01-01T00:00:00.000Z';
   const ids = Array.from({ length: 120 }, (_, i) => `dlv_${String(i).padStart(4, '0')}`);
   await storage.repos.deliveries.insertMany(

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, postgres, sqlite, type Engine, type StorageConfig } from '@ferry/core';
+import { createEngine, generateSecretKey, postgresStorage, sqliteStorage, type Engine, type StorageConfig } from '@ferry/core';
 import { engineContext } from '@ferry/core/internal';
 import { getSharedTestPostgres, MemoryHub, memoryConnector, startWebhookReceiver, type WebhookReceiver } from '@ferry/testing';
 import { startChildEngine, untilReal } from '../support/child-engine.js';
@@ -15,11 +15,11 @@ const WS = 'default';
 const databases: Record<string, () => Promise<{ arg: string; config: StorageConfig }>> = {
   sqlite: async () => {
     const filename = join(mkdtempSync(join(tmpdir(), 'ferry-crash-')), 'ferry.db');
-    return { arg: `sqlite:${filename}`, config: sqlite({ filename }) };
+    return { arg: `sqlite:${filename}`, config: sqliteStorage({ filename }) };
   },
   postgres: async () => {
     const connectionString = await (await getSharedTestPostgres()).createDatabase('webhook_crash');
-    return { arg: connectionString, config: postgres({ connectionString }) };
+    return { arg: connectionString, config: postgresStorage({ connectionString }) };
   },
 };
 

@@ -1,8 +1,8 @@
-import { postgres } from '@ferry/core';
+import { postgresStorage } from '@ferry/core';
 import { getSharedTestPostgres } from '@ferry/testing';
 import { runDeliverySuite } from './delivery-suite.js';
 
 runDeliverySuite('postgres', async () => {
   const connectionString = await (await getSharedTestPostgres()).createDatabase('webhooks');
-  return { config: () => postgres({ connectionString }) };
+  return { config: () => postgresStorage({ connectionString }) };
 });

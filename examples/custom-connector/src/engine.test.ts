@@ -3,7 +3,7 @@ import { appendFile, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { createEngine, sqlite, type Engine } from '@ferry/core';
+import { createEngine, sqliteStorage, type Engine } from '@ferry/core';
 import { MemoryHub, memoryConnector, eventually, VirtualClock } from '@ferry/testing';
 import { jsonlFile } from './index.js';
 
@@ -16,7 +16,7 @@ afterEach(async () => {
 const until = (clock: VirtualClock, check: () => boolean | Promise<boolean>, stepMs = 1000, maxSteps = 300) => eventually(clock, check, stepMs, maxSteps, 2);
 
 async function start(clock: VirtualClock, hub: MemoryHub): Promise<Engine> {
-  const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), clock, plugins: [jsonlFile(), memoryConnector(hub)], runtime: { pollIntervalMs: 60_000, leaseTtlMs: 1_800_000 }, webhookDelivery: false });
+  const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), clock, plugins: [jsonlFile(), memoryConnector(hub)], runtime: { pollIntervalMs: 60_000, leaseTtlMs: 1_800_000 }, webhookDelivery: false });
   await engine.start();
   engines.push(engine);
   return engine;

@@ -3,17 +3,7 @@ import { constants } from 'node:fs';
 import { access, appendFile, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
-import {
-  ConnectorError,
-  Secret,
-  defineConnector,
-  type Checkpoint,
-  type DestinationEvent,
-  type JsonObject,
-  type JsonValue,
-  type SourceRecord,
-  type WriteResult,
-} from '@ferry/core';
+import { ConnectorError, Secret, defineConnector, type Checkpoint, type DestinationEvent, type JsonObject, type JsonValue, type SourceRecord, type WriteResult } from '@ferry/core';
 import { START, readLines, type LineCursor } from './line-file.js';
 
 /** The event type of a line that is not JSON, kept rather than lost (a `filter` step can drop it). */

@@ -8,7 +8,7 @@ import { appendFile, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createEngine, sqlite } from '@ferry/core';
+import { createEngine, sqliteStorage } from '@ferry/core';
 import { jsonlFile } from './index.js';
 
 /** Appends orders `from .. from + count - 1` to the input file, as another program would. */
@@ -37,7 +37,7 @@ export async function main(log: (line: string) => void = console.log): Promise<v
   await appendOrders(input, 1, 3);
 
   // In-memory SQLite: the engine generates a throwaway secret key for the connector secrets.
-  const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [jsonlFile()], runtime: { pollIntervalMs: 100 } });
+  const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [jsonlFile()], runtime: { pollIntervalMs: 100 } });
   await engine.start();
   try {
     const source = await engine.connectors.create('default', { type: 'jsonl_file', direction: 'source', config: { path: input } });

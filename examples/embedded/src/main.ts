@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { Type } from '@sinclair/typebox';
-import { ConnectorError, createEngine, defineConnector, generateSecretKey, Secret, sqlite, type DestinationEvent, type JsonObject, type PlatformEvent } from '@ferry/core';
+import { ConnectorError, createEngine, defineConnector, generateSecretKey, Secret, sqliteStorage, type DestinationEvent, type JsonObject, type PlatformEvent } from '@ferry/core';
 
 /** The application's own queues: what the `inbox` connector reads from and writes to. */
 export const queues = new Map<string, JsonObject[]>();
@@ -60,7 +60,7 @@ export interface ExampleSummary {
 /** Runs the example against a SQLite file and returns what happened. */
 export async function main(filename = 'ferry-example.db', log: (line: string) => void = console.log): Promise<ExampleSummary> {
   const engine = await createEngine({
-    storage: sqlite({ filename }),
+    storage: sqliteStorage({ filename }),
     plugins: [inbox()],
     // A real application reads this from its secret store (FERRY_SECRET_KEY); without the same
     // key a restarted engine cannot decrypt the connector secrets it stored.

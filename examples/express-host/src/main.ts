@@ -6,7 +6,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import express from 'express';
-import { createEngine, generateSecretKey, sqlite } from '@ferry/core';
+import { createEngine, generateSecretKey, sqliteStorage } from '@ferry/core';
 import { answerClientError, ferryRouter } from '@ferry/express';
 
 /** Where {@link startHost} listens and keeps its state. */
@@ -30,7 +30,7 @@ export interface RunningHost {
 /** Starts the app: its own `/hello` route, and the Ferry API under `/v2`. */
 export async function startHost({ port, filename }: HostOptions): Promise<RunningHost> {
   const engine = await createEngine({
-    storage: sqlite({ filename }),
+    storage: sqliteStorage({ filename }),
     // Demo only: a key generated per run cannot decrypt secrets stored by an earlier run.
     // A real app reads FERRY_SECRET_KEY from its secret store.
     secretKey: process.env.FERRY_SECRET_KEY ?? generateSecretKey(),

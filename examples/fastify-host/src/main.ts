@@ -5,7 +5,7 @@
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import Fastify from 'fastify';
-import { createEngine, generateSecretKey, sqlite } from '@ferry/core';
+import { createEngine, generateSecretKey, sqliteStorage } from '@ferry/core';
 import { ferryPlugin, ferryServerOptions } from '@ferry/fastify';
 
 /** Where {@link startHost} listens and keeps its state. */
@@ -29,7 +29,7 @@ export interface RunningHost {
 /** Starts the app: its own `/hello` route, and the Ferry API under `/v2`. */
 export async function startHost({ port, filename }: HostOptions): Promise<RunningHost> {
   const engine = await createEngine({
-    storage: sqlite({ filename }),
+    storage: sqliteStorage({ filename }),
     // Demo only: a key generated per run cannot decrypt secrets stored by an earlier run.
     // A real app reads FERRY_SECRET_KEY from its secret store.
     secretKey: process.env.FERRY_SECRET_KEY ?? generateSecretKey(),

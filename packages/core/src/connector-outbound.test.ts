@@ -8,7 +8,7 @@ import { createEngine } from './engine.js';
 import { isFerryError } from './errors.js';
 import { ConnectorError } from './plugin/connector-error.js';
 import { defineConnector } from './plugin/define.js';
-import { sqlite } from './storage/storage-config.js';
+import { sqliteStorage } from './storage/storage-config.js';
 
 /** A listener on 127.0.0.1 that counts connections and bytes, and answers HTTP 200 when asked to. */
 async function trap(answerHttp = false) {
@@ -191,7 +191,7 @@ describe('the engine applies its allow list to every connector config', () => {
   });
 
   it('422 url_not_allowed on create and PATCH for a refused host; the allow list lets it through', async () => {
-    const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [plugin] });
+    const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [plugin] });
     await engine.start();
     try {
       const create = engine.connectors.create('default', { type: 'db', direction: 'source', config: { host: '0x7f.1' } });
@@ -205,7 +205,7 @@ describe('the engine applies its allow list to every connector config', () => {
     } finally {
       await engine.stop();
     }
-    const open = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [plugin], outboundAllow: ['127.0.0.1'] });
+    const open = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [plugin], outboundAllow: ['127.0.0.1'] });
     await open.start();
     try {
       const made = await open.connectors.create('default', { type: 'db', direction: 'source', config: { host: '127.0.0.1' } });

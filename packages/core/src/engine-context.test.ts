@@ -7,14 +7,14 @@ import { IdGenerator } from './ids.js';
 import { silentLogger } from './logger.js';
 import { PlatformEventBus } from './platform-event-bus.js';
 import { FerryStorage } from './storage/ferry-storage.js';
-import { sqlite } from './storage/storage-config.js';
+import { sqliteStorage } from './storage/storage-config.js';
 
 let storage: FerryStorage;
 let ctx: EngineContext;
 let published: PlatformEvent[];
 
 beforeEach(async () => {
-  storage = new FerryStorage(sqlite({ filename: ':memory:' }));
+  storage = new FerryStorage(sqliteStorage({ filename: ':memory:' }));
   await storage.migrate();
   await storage.repos.workspaces.ensure('ws', '2026-01-01T00:00:00.000Z');
   const bus = new PlatformEventBus(silentLogger);

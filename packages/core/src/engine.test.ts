@@ -4,7 +4,7 @@ import { generateSecretKey } from './crypto/secret-box.js';
 import { createEngine } from './engine.js';
 import { isFerryError } from './errors.js';
 import { defineConnector } from './plugin/define.js';
-import { sqlite, postgres } from './storage/storage-config.js';
+import { sqliteStorage, postgresStorage } from './storage/storage-config.js';
 
 const noop = defineConnector({ type: 'noop', version: '1.0.0', directions: ['source'], configSchema: Type.Object({}) });
 
@@ -19,7 +19,7 @@ async function codeOf(promise: Promise<unknown> | (() => unknown)): Promise<stri
 
 describe('engine lifecycle', () => {
   it('refuses service calls before start and after stop, and start/stop are idempotent', async () => {
-    const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [noop] });
+    const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [noop] });
     expect(engine.state).toBe('created');
     expect(await codeOf(engine.connectors.list('default'))).toBe('unavailable');
     await engine.start();
@@ -35,7 +35,7 @@ describe('engine lifecycle', () => {
 
   it('stop lets changes in flight commit and reach listeners, then refuses new ones', async () => {
     const both = defineConnector({ type: 'both', version: '1.0.0', directions: ['source', 'destination'], configSchema: Type.Object({}) });
-    const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [both] });
+    const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [both] });
     await engine.start();
     const src = await engine.connectors.create('default', { type: 'both', direction: 'source', config: {} });
     const dst = await engine.connectors.create('default', { type: 'both', direction: 'destination', config: {} });
@@ -57,7 +57,7 @@ describe('engine lifecycle', () => {
   });
 
   it('refuses calls outside running: a call rejects before the start and after the stop, never throws', async () => {
-    const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [noop] });
+    const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [noop] });
     let thrown: unknown;
     let listed: Promise<unknown> | undefined;
     try {
@@ -74,38 +74,38 @@ describe('engine lifecycle', () => {
   });
 
   it('pings its database for a health check: true while it answers, false once stopped, never a throw', async () => {
-    const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [noop] });
+    const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [noop] });
     await engine.start();
     expect(await engine.ping()).toBe(true);
     await engine.stop();
     expect(await engine.ping()).toBe(false);
-    const unreachable = await createEngine({ storage: postgres({ connectionString: 'postgres://u:p@127.0.0.1:1/db' }), secretKey: generateSecretKey() });
+    const unreachable = await createEngine({ storage: postgresStorage({ connectionString: 'postgres://u:p@127.0.0.1:1/db' }), secretKey: generateSecretKey() });
     expect(await unreachable.ping()).toBe(false);
     await unreachable.stop();
   });
 
   it('requires a secret key unless the storage is in memory', async () => {
-    expect(await codeOf(() => createEngine({ storage: sqlite({ filename: '/tmp/never-created.db' }) }))).toBe('configuration_invalid');
-    expect(await codeOf(() => createEngine({ storage: postgres({ connectionString: 'postgres://u:p@127.0.0.1:1/db' }) }))).toBe('configuration_invalid');
-    expect(await codeOf(() => createEngine({ storage: sqlite({ filename: ':memory:' }), secretKey: 'too-short' }))).toBe('configuration_invalid');
-    const engine = await createEngine({ storage: sqlite({ filename: '/tmp/never-created.db' }), secretKey: generateSecretKey() });
+    expect(await codeOf(() => createEngine({ storage: sqliteStorage({ filename: '/tmp/never-created.db' }) }))).toBe('configuration_invalid');
+    expect(await codeOf(() => createEngine({ storage: postgresStorage({ connectionString: 'postgres://u:p@127.0.0.1:1/db' }) }))).toBe('configuration_invalid');
+    expect(await codeOf(() => createEngine({ storage: sqliteStorage({ filename: ':memory:' }), secretKey: 'too-short' }))).toBe('configuration_invalid');
+    const engine = await createEngine({ storage: sqliteStorage({ filename: '/tmp/never-created.db' }), secretKey: generateSecretKey() });
     expect(engine.state).toBe('created');
   });
 
   it('refuses two plugins of the same connector type', async () => {
-    expect(await codeOf(() => createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [noop, noop] }))).toBe('configuration_invalid');
+    expect(await codeOf(() => createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [noop, noop] }))).toBe('configuration_invalid');
   });
 
   it('gives each engine its own services and event stream', async () => {
-    const a = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [noop] });
-    const b = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [noop] });
+    const a = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [noop] });
+    const b = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [noop] });
     expect(a.connectors).not.toBe(b.connectors);
     expect(a.platformEvents$).not.toBe(b.platformEvents$);
     expect(a.instanceId).not.toBe(b.instanceId);
   });
 
   it('reports an unreachable storage as unavailable at start', async () => {
-    const engine = await createEngine({ storage: postgres({ connectionString: 'postgres://u:p@127.0.0.1:1/db', pool: { max: 1 } }), secretKey: generateSecretKey() });
+    const engine = await createEngine({ storage: postgresStorage({ connectionString: 'postgres://u:p@127.0.0.1:1/db', pool: { max: 1 } }), secretKey: generateSecretKey() });
     const code = await codeOf(engine.start());
     expect(code).toBe('unavailable');
     expect(engine.state).toBe('created');

@@ -11,7 +11,7 @@
 
 // The engine, where it keeps its state, and its settings.
 export { createEngine, Engine, type EngineOptions, type EngineState } from './engine.js';
-export { sqlite, postgres, type StorageConfig } from './storage/storage-config.js';
+export { sqliteStorage, postgresStorage, type StorageConfig } from './storage/storage-config.js';
 export type { RuntimeOptionsInput } from './runtime/runtime-options.js';
 export { generateSecretKey } from './crypto/secret-box.js';
 export { systemClock, sleep, type Clock } from './clock.js';

@@ -3,14 +3,14 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngine, sqlite, type Engine } from '@ferry/core';
+import { createEngine, sqliteStorage, type Engine } from '@ferry/core';
 import { ferryRouter } from './ferry-router.js';
 
 let engine: Engine;
 let key: string;
 
 beforeAll(async () => {
-  engine = await createEngine({ storage: sqlite({ filename: ':memory:' }) });
+  engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }) });
   await engine.start();
   key = (await engine.apiKeys.create({ scopes: ['write'] })).key;
 });

@@ -1,4 +1,4 @@
-import { createEngine, sqlite, type Engine } from '@ferry/core';
+import { createEngine, sqliteStorage, type Engine } from '@ferry/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpApi } from './create-http-api.js';
 import type { HttpApi, HttpRequest } from './types.js';
@@ -8,7 +8,7 @@ let api: HttpApi;
 let key: string;
 
 beforeAll(async () => {
-  engine = await createEngine({ storage: sqlite({ filename: ':memory:' }) });
+  engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }) });
   await engine.start();
   api = createHttpApi(engine);
   key = (await engine.apiKeys.create({ scopes: ['write'] })).key;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createEngine, FerryError, postgres, sqlite, type Engine, type StorageConfig } from '@ferry/core';
+import { createEngine, FerryError, postgresStorage, sqliteStorage, type Engine, type StorageConfig } from '@ferry/core';
 import type { RetentionOptionsInput } from '@ferry/core/internal';
 import { engineContext } from '@ferry/core/internal';
 import { ferryPlugin, ferryServerOptions } from '@ferry/fastify';
@@ -37,7 +37,7 @@ function retentionOf(days: number): RetentionOptionsInput {
 
 /** The storage a database setting names. */
 export function storageOf(database: DatabaseSetting): StorageConfig {
-  return database.kind === 'postgres' ? postgres({ connectionString: database.connectionString }) : sqlite({ filename: database.filename });
+  return database.kind === 'postgres' ? postgresStorage({ connectionString: database.connectionString }) : sqliteStorage({ filename: database.filename });
 }
 
 /**

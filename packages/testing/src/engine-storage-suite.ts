@@ -1,15 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  createEngine,
-  defineConnector,
-  generateSecretKey,
-  isFerryError,
-  Secret,
-  type Engine,
-  type ErrorCode,
-  type PlatformEvent,
-} from '@ferry/core';
+import { createEngine, defineConnector, generateSecretKey, isFerryError, Secret, type Engine, type ErrorCode, type PlatformEvent } from '@ferry/core';
 import { engineContext } from '@ferry/core/internal';
 import type { StorageFactory } from './storage-suite.js';
 import { VirtualClock } from './virtual-clock.js';

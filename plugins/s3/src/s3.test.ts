@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import type { ConnectorError} from '@ferry/core';
+import type { ConnectorError } from '@ferry/core';
 import type { Checkpoint, DestinationEvent, JsonObject, PullSource, SourceRecord } from '@ferry/core';
 import { createConnectorOutbound } from '@ferry/core/internal';
 import { connectorContext } from '@ferry/testing';

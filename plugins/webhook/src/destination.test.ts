@@ -1,10 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import {
-  ConnectorError,
-  generateWebhookSecret,
-  webhookSecretBytes,
-  type DestinationEvent,
-} from '@ferry/core';
+import { ConnectorError, generateWebhookSecret, webhookSecretBytes, type DestinationEvent } from '@ferry/core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { webhook, type WebhookConfig } from './index.js';
 import { connectorContext, VirtualClock } from '@ferry/testing';

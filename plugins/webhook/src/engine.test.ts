@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { createEngine, generateWebhookSecret, sqlite, type Engine } from '@ferry/core';
+import { createEngine, generateWebhookSecret, sqliteStorage, type Engine } from '@ferry/core';
 import { connectorContext, engineContext, openConnector, REDACTED } from '@ferry/core/internal';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhook } from './index.js';
@@ -10,7 +10,7 @@ let engine: Engine;
 beforeAll(async () => {
   receiver = await startReceiver();
   // The engine's allow list is the plugin's: no list of its own.
-  engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [webhook()], outboundAllow: ['127.0.0.1'] });
+  engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [webhook()], outboundAllow: ['127.0.0.1'] });
   await engine.start();
 });
 afterAll(async () => {
@@ -56,7 +56,7 @@ describe('webhook registered in an engine', () => {
   });
 
   it('refuses a url the outbound policy refuses with 422 url_not_allowed, on create and PATCH', async () => {
-    const strict = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [webhook()] });
+    const strict = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [webhook()] });
     await strict.start();
     try {
       const refused = (promise: Promise<unknown>) => promise.then(() => null, (e: unknown) => e as { code?: string; status?: number; errors?: { pointer: string; code: string }[] });

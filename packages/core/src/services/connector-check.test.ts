@@ -3,7 +3,7 @@ import { afterEach, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../engine.js';
 import { defineConnector } from '../plugin/define.js';
 import { Secret } from '../plugin/secret.js';
-import { sqlite } from '../storage/storage-config.js';
+import { sqliteStorage } from '../storage/storage-config.js';
 
 // A check's details are shown to whoever may check a connector: like its error message, they
 // must never carry a secret, whatever the plugin put in them.
@@ -25,7 +25,7 @@ afterEach(async () => {
 });
 
 it('returns a check\'s details with every secret value replaced', async () => {
-  engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [talkative] });
+  engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [talkative] });
   await engine.start();
   const connector = await engine.connectors.create('default', { type: 'talkative', direction: 'source', config: { host: 'db.example.com', password: 'hunter2-secret' } });
   const result = await engine.connectors.check('default', connector.id);

@@ -7,7 +7,7 @@ import { isFerryError } from '../errors.js';
 import { ConnectorError } from '../plugin/connector-error.js';
 import { defineConnector } from '../plugin/define.js';
 import { Secret } from '../plugin/secret.js';
-import { sqlite } from '../storage/storage-config.js';
+import { sqliteStorage } from '../storage/storage-config.js';
 
 let gate: Promise<void> | undefined;
 const db = defineConnector({
@@ -52,7 +52,7 @@ const opened = async (id: string) => (await openConnector(engineContext(engine),
 
 beforeEach(async () => {
   gate = undefined;
-  engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [db, fixed, refuses] });
+  engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [db, fixed, refuses] });
   await engine.start();
   events = [];
   engine.platformEvents$.subscribe((e) => events.push(e));

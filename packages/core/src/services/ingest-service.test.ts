@@ -6,7 +6,7 @@ import { createEngine, engineContext, type Engine } from '../engine.js';
 import { isFerryError } from '../errors.js';
 import { defineConnector } from '../plugin/define.js';
 import { Secret } from '../plugin/secret.js';
-import { sqlite } from '../storage/storage-config.js';
+import { sqliteStorage } from '../storage/storage-config.js';
 
 const webhookType = defineConnector({
   type: 'webhook',
@@ -34,7 +34,7 @@ async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
 }
 
 beforeEach(async () => {
-  engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [webhookType, otherType], clock: { now: () => NOW, setTimeout: () => ({ cancel() {} }) } });
+  engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [webhookType, otherType], clock: { now: () => NOW, setTimeout: () => ({ cancel() {} }) } });
   await engine.start();
   secret = generateWebhookSecret();
   connectorId = (await engine.connectors.create('ws1', { type: 'webhook', direction: 'source', config: { signing_secret: secret } })).id;

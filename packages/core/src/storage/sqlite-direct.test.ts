@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openStorage, type FerryStorage } from './ferry-storage.js';
 import type { ApiKeyRow } from './repositories/api-keys-repo.js';
 import { sqliteStatement } from './sqlite-direct.js';
-import { sqlite } from './storage-config.js';
+import { sqliteStorage } from './storage-config.js';
 
 const NOW = '2026-11-22T10:00:00.000Z';
 const key = (n: number): ApiKeyRow => ({
@@ -24,7 +24,7 @@ describe('SqliteIdleReader (the direct read path of hot lookups)', () => {
   afterEach(() => storage?.close());
 
   it('reads committed rows directly and maps them as knex does', async () => {
-    storage = await openStorage(sqlite({ filename: ':memory:' }));
+    storage = await openStorage(sqliteStorage({ filename: ':memory:' }));
     await storage.repos.workspaces.ensure('default', NOW);
     await storage.repos.apiKeys.insert(key(1));
     const direct = await storage.repos.apiKeys.getByKeyId('kid00001');
@@ -35,7 +35,7 @@ describe('SqliteIdleReader (the direct read path of hot lookups)', () => {
   });
 
   it("never sees another flow's uncommitted rows: while a transaction is open it waits for it", async () => {
-    storage = await openStorage(sqlite({ filename: ':memory:' }));
+    storage = await openStorage(sqliteStorage({ filename: ':memory:' }));
     await storage.repos.workspaces.ensure('default', NOW);
     const order: string[] = [];
     let release!: () => void;

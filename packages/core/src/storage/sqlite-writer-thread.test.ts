@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStorage, type FerryStorage } from './ferry-storage.js';
-import { sqlite } from './storage-config.js';
+import { sqliteStorage } from './storage-config.js';
 import { asEventUpsert, eventOutcomesStep } from './repositories/events-repo.js';
 import { singleStep, sqliteLiteral, WriterThreadError, type WriterStep } from './sqlite-writer-thread.js';
 import { isUniqueViolation } from './sql-helpers.js';
@@ -16,7 +16,7 @@ afterEach(async () => {
 
 async function fileStorage(options: { writerThread?: boolean } = {}): Promise<FerryStorage> {
   const dir = mkdtempSync(join(tmpdir(), 'ferry-writer-'));
-  const storage = await openStorage(sqlite({ filename: join(dir, 'ferry.db'), ...options }));
+  const storage = await openStorage(sqliteStorage({ filename: join(dir, 'ferry.db'), ...options }));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   cleanups.push(() => storage.close());
   return storage;
@@ -33,7 +33,7 @@ describe('SqliteWriterThread', () => {
   it('belongs to SQLite on a file only, unless turned off', async () => {
     expect((await fileStorage()).writer).toBeDefined();
     expect((await fileStorage({ writerThread: false })).writer).toBeUndefined();
-    const memory = await openStorage(sqlite({ filename: ':memory:' }));
+    const memory = await openStorage(sqliteStorage({ filename: ':memory:' }));
     cleanups.push(() => memory.close());
     expect(memory.writer).toBeUndefined();
   });
@@ -73,7 +73,7 @@ describe('SqliteWriterThread', () => {
     await expect(running).resolves.toEqual({ committed: true, changes: [500] });
     await closing;
     await expect(writer.transaction([workspaces(['ws_late'])])).rejects.toMatchObject({ code: 'FERRY_CLOSED' });
-    const again = await openStorage(sqlite({ filename: (storage.knex.client as { connectionSettings: { filename: string } }).connectionSettings.filename }));
+    const again = await openStorage(sqliteStorage({ filename: (storage.knex.client as { connectionSettings: { filename: string } }).connectionSettings.filename }));
     cleanups.push(() => again.close());
     expect((await again.repos.workspaces.list()).length).toBe(500);
   });

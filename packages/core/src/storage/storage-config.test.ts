@@ -1,12 +1,12 @@
 import knex from 'knex';
 import { describe, expect, it } from 'vitest';
-import { postgres, sqlite } from './storage-config.js';
+import { postgresStorage, sqliteStorage } from './storage-config.js';
 
 const PASSWORD = 'Pa55-Distinctive_q7z';
 
 describe('sqlite', () => {
   it('is ephemeral in memory', () => {
-    const config = sqlite({ filename: ':memory:' });
+    const config = sqliteStorage({ filename: ':memory:' });
     expect(config.dialect).toBe('sqlite');
     expect(config.ephemeral).toBe(true);
     expect(config.description).toBe('sqlite (in memory)');
@@ -14,20 +14,20 @@ describe('sqlite', () => {
   });
 
   it('treats an empty filename as in memory', () => {
-    const config = sqlite({ filename: '' });
+    const config = sqliteStorage({ filename: '' });
     expect(config.ephemeral).toBe(true);
     expect(config.knex.connection).toEqual({ filename: ':memory:' });
   });
 
   it('is durable with a file and names it in the description', () => {
-    const config = sqlite({ filename: '/var/lib/ferry/ferry.db' });
+    const config = sqliteStorage({ filename: '/var/lib/ferry/ferry.db' });
     expect(config.ephemeral).toBe(false);
     expect(config.description).toBe('sqlite (/var/lib/ferry/ferry.db)');
     expect(config.knex.connection).toEqual({ filename: '/var/lib/ferry/ferry.db' });
   });
 
   it('prepares each SQL text once per connection, and a cached statement keeps no query options', async () => {
-    const db = knex(sqlite({ filename: ':memory:' }).knex);
+    const db = knex(sqliteStorage({ filename: ':memory:' }).knex);
     try {
       const conn = (await db.client.acquireConnection()) as { prepare(sql: string): unknown };
       const prepare = conn.prepare.bind(conn);
@@ -61,7 +61,7 @@ describe('sqlite', () => {
   });
 
   it('uses a single pooled connection', () => {
-    const pool = sqlite({ filename: ':memory:' }).knex.pool;
+    const pool = sqliteStorage({ filename: ':memory:' }).knex.pool;
     expect(pool).toMatchObject({ min: 1, max: 1 });
   });
 
@@ -69,7 +69,7 @@ describe('sqlite', () => {
     const run = (filename: string, busyTimeoutMs?: number) => {
       const pragmas: string[] = [];
       const options = busyTimeoutMs === undefined ? { filename } : { filename, busyTimeoutMs };
-      const pool = sqlite(options).knex.pool as { afterCreate(conn: unknown, done: (err: Error | null, conn: unknown) => void): void };
+      const pool = sqliteStorage(options).knex.pool as { afterCreate(conn: unknown, done: (err: Error | null, conn: unknown) => void): void };
       let result: [Error | null, unknown] | undefined;
       const conn = { pragma: (sql: string) => pragmas.push(sql) };
       pool.afterCreate(conn, (err, c) => {
@@ -84,7 +84,7 @@ describe('sqlite', () => {
   });
 
   it('reports a pragma failure to the pool', () => {
-    const pool = sqlite({ filename: ':memory:' }).knex.pool as { afterCreate(conn: unknown, done: (err: Error | null) => void): void };
+    const pool = sqliteStorage({ filename: ':memory:' }).knex.pool as { afterCreate(conn: unknown, done: (err: Error | null) => void): void };
     const boom = new Error('pragma failed');
     let reported: Error | null = null;
     pool.afterCreate(
@@ -109,7 +109,7 @@ describe('postgres', () => {
     [`postgres://db.example.com/ferry?password=${PASSWORD}&sslmode=require`, 'postgres (db.example.com:5432/ferry)'],
     [`postgres://:${PASSWORD}@db.example.com/ferry`, 'postgres (db.example.com:5432/ferry)'],
   ])('describes %s without the password', (connectionString, description) => {
-    const config = postgres({ connectionString });
+    const config = postgresStorage({ connectionString });
     expect(config.description).toBe(description);
     expect(config.description).not.toContain(PASSWORD);
     expect(config.description).not.toContain('ferry:');
@@ -123,32 +123,32 @@ describe('postgres', () => {
     PASSWORD,
     `postgres://ferry:${PASSWORD}@[bad/ferry`,
   ])('never echoes an unparsable connection string: %s', (connectionString) => {
-    const config = postgres({ connectionString });
+    const config = postgresStorage({ connectionString });
     expect(config.description).not.toContain(PASSWORD);
     expect(config.description).toBe('postgres');
   });
 
   it('hands the connection string to pg and applies pool and schema options', () => {
     const connectionString = `postgres://ferry:${PASSWORD}@db.example.com/ferry`;
-    const config = postgres({ connectionString, pool: { max: 3 }, searchPath: 'ferry' });
+    const config = postgresStorage({ connectionString, pool: { max: 3 }, searchPath: 'ferry' });
     expect(config.knex.client).toBe('pg');
     expect(config.knex.connection).toEqual({ connectionString });
     expect(config.knex.pool).toEqual({ min: 0, max: 3 });
     expect(config.knex.searchPath).toEqual(['ferry']);
-    expect(postgres({ connectionString }).knex.searchPath).toBeUndefined();
-    expect(postgres({ connectionString }).knex.pool).toEqual({ min: 0, max: 10 });
+    expect(postgresStorage({ connectionString }).knex.searchPath).toBeUndefined();
+    expect(postgresStorage({ connectionString }).knex.pool).toEqual({ min: 0, max: 10 });
   });
 });
 
 describe('errors', () => {
   it('never carry the values a failed statement was bound to (payloads, response bodies)', async () => {
-    const db = knex(sqlite({ filename: ':memory:' }).knex);
+    const db = knex(sqliteStorage({ filename: ':memory:' }).knex);
     try {
       const secretValue = 'payload-value-9f3k';
       const error = await db.raw('SELECT * FROM no_such_table WHERE x = ?', [secretValue]).then(() => null, (e: Error) => e);
       expect(error?.message).toContain('no_such_table');
       expect(error?.message).not.toContain(secretValue);
-      expect(postgres({ connectionString: 'postgres://u@h/db' }).knex.compileSqlOnError).toBe(false);
+      expect(postgresStorage({ connectionString: 'postgres://u@h/db' }).knex.compileSqlOnError).toBe(false);
     } finally {
       await db.destroy();
     }

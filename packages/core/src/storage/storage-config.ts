@@ -9,7 +9,7 @@ import type { SqliteWriterConfig } from './sqlite-writer-thread.js';
 export type Dialect = 'sqlite' | 'postgres';
 
 /**
- * Where an engine keeps its state. Build one with {@link sqlite} or {@link postgres}; both run
+ * Where an engine keeps its state. Build one with {@link sqliteStorage} or {@link postgresStorage}; both run
  * the same migrations and the same queries through knex.
  */
 export interface StorageConfig {
@@ -24,7 +24,7 @@ export interface StorageConfig {
   readonly sqliteWriter?: SqliteWriterConfig;
 }
 
-/** Options of {@link sqlite}. */
+/** Options of {@link sqliteStorage}. */
 export interface SqliteOptions {
   /** Path of the database file, or `:memory:` for a private in-memory database. */
   filename: string;
@@ -44,7 +44,7 @@ export interface SqliteOptions {
   writerThread?: boolean;
 }
 
-/** Options of {@link postgres}. */
+/** Options of {@link postgresStorage}. */
 export interface PostgresOptions {
   /** `postgres://user:password@host:port/database` */
   connectionString: string;
@@ -217,7 +217,7 @@ function immediateSqliteClient(wait: SqliteLockWait): unknown {
  * const engine = await createEngine({ storage: sqlite({ filename: 'ferry.db' }), secretKey });
  * ```
  */
-export function sqlite(options: SqliteOptions): StorageConfig {
+export function sqliteStorage(options: SqliteOptions): StorageConfig {
   const wait: SqliteLockWait = { timeoutMs: options.busyTimeoutMs ?? 5000, clock: options.clock ?? realTimers };
   const memory = options.filename === ':memory:' || options.filename === '';
   return {
@@ -268,7 +268,7 @@ export function sqlite(options: SqliteOptions): StorageConfig {
  * const engine = await createEngine({ storage: postgres({ connectionString: process.env.DATABASE_URL! }), secretKey });
  * ```
  */
-export function postgres(options: PostgresOptions): StorageConfig {
+export function postgresStorage(options: PostgresOptions): StorageConfig {
   let description = 'postgres';
   try {
     const url = new URL(options.connectionString);
