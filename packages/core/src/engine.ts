@@ -7,6 +7,8 @@ import { createEngineContainer } from './container.js';
 import { generateSecretKey, parseSecretKey, SecretBox } from './crypto/secret-box.js';
 import type { EventRecord, PlatformEvent, PlatformEventType } from './domain.js';
 import { EventLogFeed, eventsStream, type EventsStreamOptions } from './services/event-log-feed.js';
+import { recoverRotations } from './services/connector-rotation.js';
+import type { EngineHooks } from './services/engine-hooks.js';
 import type { EngineContext, ServiceSettings } from './engine-context.js';
 import { FerryError } from './errors.js';
 import { IdGenerator } from './ids.js';
@@ -124,6 +126,7 @@ export class Engine {
   readonly instanceId: string;
   private readonly lag = new Map<string, number>();
   private readonly eventLog = new EventLogFeed();
+  private readonly hooks: EngineHooks;
   // Its storage stays inside: Ferry's own packages and tests reach it through engineContext().
   private readonly storage: FerryStorage;
   /** The engine's clock. */
@@ -187,13 +190,14 @@ export class Engine {
     const outbound = new OutboundClient({ allow: context.settings.outboundAllow, clock: this.clock });
     this.delivery = new WebhookDelivery(context, outbound, resolveDeliveryOptions(options.webhookDelivery));
     this.retention = new RetentionJob(context, resolveRetentionOptions(options.runtime === false ? undefined : options.retention));
-    this.container = createEngineContainer(context, {
+    this.hooks = {
       drain: (pipelineId) => this.runtime.drain(pipelineId),
       pipelineChanged: (pipelineId) => this.runtime.changed(pipelineId),
       replayRequested: () => this.runtime.replayRequested(),
       releaseSource: (row) => this.runtime.releaseSource(row),
       deliveriesDue: () => this.delivery.poke(),
-    });
+    };
+    this.container = createEngineContainer(context, this.hooks);
     this.connectors = this.guard(this.container.resolve(ConnectorsService));
     this.pipelines = this.guard(this.container.resolve(PipelinesService));
     this.events = this.guard(this.container.resolve(EventsService));
@@ -262,7 +266,7 @@ export class Engine {
       throw error;
     }
     this.lifecycle = 'running';
-    await this.container.resolve(ConnectorsService).recoverRotations();
+    await recoverRotations(engineContext(this), this.hooks);
     await this.runtime.start();
     this.delivery.start();
     this.retention.start();

@@ -2,6 +2,8 @@ import { Type } from '@sinclair/typebox';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PlatformEvent } from '../domain.js';
 import { createEngine, engineContext, type Engine } from '../engine.js';
+import { recoverRotations } from './connector-rotation.js';
+import { NO_ENGINE_HOOKS } from './engine-hooks.js';
 import { openConnector } from './opened-connector.js';
 import { isFerryError } from '../errors.js';
 import { ConnectorError } from '../plugin/connector-error.js';
@@ -148,9 +150,9 @@ describe('connector rotation', () => {
       rotation_state: JSON.stringify({ previous_secrets: row.secrets, previous_health: 'healthy', paused_pipeline_ids: [active1.id] }),
       secrets: null,
     });
-    expect(await engine.connectors.recoverRotations()).toBe(1);
+    expect(await recoverRotations(engineContext(engine), NO_ENGINE_HOOKS)).toBe(1);
     expect((await password(shared.id)).secrets).toBe(row.secrets);
     expect((await engine.pipelines.get('ws', active1.id)).state).toBe('active');
-    expect(await engine.connectors.recoverRotations()).toBe(0);
+    expect(await recoverRotations(engineContext(engine), NO_ENGINE_HOOKS)).toBe(0);
   });
 });
