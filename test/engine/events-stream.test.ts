@@ -74,6 +74,21 @@ it('replays the event log in order, then tails each event this engine records, r
   late.unsubscribe();
 });
 
+it('applies `since` to the replay and to what it hears live', async () => {
+  const { engine, clock, hub, pipeline } = await start();
+  hub.stream('in').push({ type: 't', payload: { n: 1 }, occurredAt: '2026-01-01T00:00:00.000Z' });
+  hub.stream('in').push({ type: 't', payload: { n: 2 }, occurredAt: '2026-03-01T00:00:00.000Z' });
+  await eventually(clock, async () => (await engine.events.list(WS, pipeline.id)).data.length === 2, 1000);
+  const seen: number[] = [];
+  const sub = engine.events$(WS, pipeline.id, { since: '2026-02-01T00:00:00Z' }).subscribe((e) => seen.push(e.payload.n as number));
+  await eventually(clock, async () => seen.length === 1, 1000);
+  hub.stream('in').push({ type: 't', payload: { n: 3 }, occurredAt: '2026-01-15T00:00:00.000Z' });
+  hub.stream('in').push({ type: 't', payload: { n: 4 }, occurredAt: '2026-04-01T00:00:00.000Z' });
+  await eventually(clock, async () => (await engine.events.list(WS, pipeline.id)).data.length === 4 && seen.length === 2, 1000);
+  expect(seen).toEqual([2, 4]);
+  sub.unsubscribe();
+});
+
 it('ends with the listing\u2019s error: an unknown pipeline, an invalid since', async () => {
   const { engine, pipeline } = await start();
   const errorOf = (options: { since?: string } = {}, id = pipeline.id) =>
