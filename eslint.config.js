@@ -12,6 +12,7 @@ export default tseslint.config(
     plugins: { ferry },
     rules: {
       'ferry/package-boundaries': 'error',
+      'ferry/core-folders': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       // The clock is injected: wall time and real timers belong to the clock implementation only.
@@ -19,7 +20,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['packages/core/src/clock.ts', '**/*.test.ts', 'bench/**', 'scripts/**', 'tools/**', '**/embedded-postgres.ts'],
+    files: ['packages/core/src/common/clock.ts', '**/*.test.ts', 'bench/**', 'scripts/**', 'tools/**', '**/embedded-postgres.ts'],
     rules: { 'no-restricted-properties': 'off' },
   },
 );

@@ -16,6 +16,7 @@
  *   examples use what any user has: `@ferry/core`.
  */
 import path from 'node:path';
+import coreFolders from './core-folders.js';
 
 const INTERNAL = '@ferry/core/internal';
 
@@ -99,4 +100,4 @@ const rule = {
   },
 };
 
-export default { rules: { 'package-boundaries': rule } };
+export default { rules: { 'package-boundaries': rule, 'core-folders': coreFolders } };

@@ -12,8 +12,8 @@ const file = (rel: string) => path.join(process.cwd(), rel);
 
 tester.run('package-boundaries', plugin.rules['package-boundaries'], {
   valid: [
-    { filename: file('packages/core/src/engine.ts'), code: "import { x } from './errors.js';" },
-    { filename: file('packages/core/src/services/a.ts'), code: "import { x } from '../errors.js';" },
+    { filename: file('packages/core/src/engine/engine.ts'), code: "import { x } from './engine-context.js';" },
+    { filename: file('packages/core/src/events/a.ts'), code: "import { x } from '../common/index.js';" },
     { filename: file('packages/testing/src/index.ts'), code: "import { createEngine } from '@ferry/core';" },
     { filename: file('plugins/postgres/src/index.ts'), code: "import { defineConnector } from '@ferry/core';" },
     { filename: file('plugins/postgres/src/source.test.ts'), code: "import { getSharedTestPostgres } from '@ferry/testing';" },

@@ -10,21 +10,21 @@
  */
 
 // The engine, where it keeps its state, and its settings.
-export { createEngine, Engine, type EngineOptions, type EngineState } from './engine.js';
-export { sqliteStorage, postgresStorage, type StorageConfig } from './storage/storage-config.js';
-export type { RuntimeOptionsInput } from './runtime/runtime-options.js';
-export { generateSecretKey } from './crypto/secret-box.js';
-export { systemClock, sleep, type Clock } from './clock.js';
-export { silentLogger, type Logger } from './logger.js';
+export { createEngine, Engine, type EngineOptions, type EngineState } from './engine/index.js';
+export { sqliteStorage, postgresStorage, type StorageConfig } from './storage/index.js';
+export type { RuntimeOptionsInput } from './pipelines/index.js';
+export { generateSecretKey } from './crypto/index.js';
+export { systemClock, sleep, type Clock } from './common/index.js';
+export { silentLogger, type Logger } from './common/index.js';
 
 // Errors every service throws.
-export { FerryError, isFerryError, type ErrorCode, type FieldError } from './errors.js';
+export { FerryError, isFerryError, type ErrorCode, type FieldError } from './common/index.js';
 
 // The typed services (`engine.connectors`, ...) and the records they take and return.
-export type { ConnectorsService } from './services/connectors-service.js';
-export type { PipelinesService } from './services/pipelines-service.js';
-export type { EventsService } from './services/events-service.js';
-export type { WebhooksService } from './services/webhooks-service.js';
+export type { ConnectorsService } from './connectors/index.js';
+export type { PipelinesService } from './pipelines/index.js';
+export type { EventsService } from './events/index.js';
+export type { WebhooksService } from './webhooks/index.js';
 export {
   PLATFORM_EVENT_TYPES,
   type Page,
@@ -57,18 +57,18 @@ export {
   type CreatedApiKey,
   type CreateApiKeyInput,
   type Workspace,
-} from './domain.js';
+} from './common/index.js';
 
 // Receiving Ferry's signed webhooks.
-export { verifyWebhook, WebhookVerificationError } from './crypto/webhook-signature.js';
+export { verifyWebhook, WebhookVerificationError } from './crypto/index.js';
 
 // Writing plugins: connectors and transform steps.
-export { defineConnector, defineTransform } from './plugin/define.js';
-export { Secret } from './plugin/secret.js';
-export { ConnectorError } from './plugin/connector-error.js';
-export { probeCheck } from './plugin/probe-check.js';
-export { parseExactJson } from './exact-json.js';
-export { getPath, DotPath, DOT_PATH_PATTERN } from './transforms/dot-path.js';
+export { defineConnector, defineTransform } from './plugin-api/index.js';
+export { Secret } from './plugin-api/index.js';
+export { ConnectorError } from './plugin-api/index.js';
+export { probeCheck } from './plugin-api/index.js';
+export { parseExactJson } from './common/index.js';
+export { getPath, DotPath, DOT_PATH_PATTERN } from './pipelines/index.js';
 export type {
   JsonValue,
   JsonObject,
@@ -90,11 +90,11 @@ export type {
   TransformContext,
   TransformDefinition,
   FerryPlugin,
-} from './plugin/types.js';
-export type { ConnectorOutbound } from './connector-outbound.js';
+} from './plugin-api/index.js';
+export type { ConnectorOutbound } from './net/index.js';
 // For connectors that call out over HTTP (the webhook connector): the outbound policy's client,
 // its address check, and Standard Webhooks signing.
-export { OutboundClient } from './outbound-client.js';
-export { assertUrlAllowed } from './outbound-policy.js';
-export { generateWebhookSecret, webhookSecretBytes } from './crypto/webhook-secret.js';
-export { webhookHeaders } from './crypto/webhook-signature.js';
+export { OutboundClient } from './net/index.js';
+export { assertUrlAllowed } from './net/index.js';
+export { generateWebhookSecret, webhookSecretBytes } from './crypto/index.js';
+export { webhookHeaders } from './crypto/index.js';

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { FerryError } from '../errors.js';
+import { FerryError } from '../common/index.js';
 import { SecretBox, generateSecretKey, parseSecretKey } from './secret-box.js';
 
 const KEY = Buffer.from('000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f', 'hex');

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
-import { FerryError } from '../errors.js';
+import { FerryError } from '../common/index.js';
 
 const KEY_BYTES = 32;
 const IV_BYTES = 12;

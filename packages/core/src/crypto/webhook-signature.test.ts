@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { FerryError } from '../errors.js';
+import { FerryError } from '../common/index.js';
 import { generateWebhookSecret } from './webhook-secret.js';
 import { signWebhook, verifyWebhook, webhookHeaders, WebhookVerificationError, type VerifyWebhookOptions } from './webhook-signature.js';
 

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { systemClock } from '../clock.js';
-import { FerryError } from '../errors.js';
+import { systemClock } from '../common/index.js';
+import { FerryError } from '../common/index.js';
 import { webhookSecretBytes } from './webhook-secret.js';
 
 /** Default tolerance of `webhook-timestamp` against the receiver's clock (Standard Webhooks). */

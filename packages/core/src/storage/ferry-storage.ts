@@ -1,6 +1,6 @@
 import knexFactory, { type Knex } from 'knex';
-import { FerryError } from '../errors.js';
-import { silentLogger, type Logger } from '../logger.js';
+import { FerryError } from '../common/index.js';
+import { silentLogger, type Logger } from '../common/index.js';
 import { migrationSource, MIGRATIONS_TABLE } from './migrations/index.js';
 import { ApiKeysRepo } from './repositories/api-keys-repo.js';
 import { CheckpointsRepo } from './repositories/checkpoints-repo.js';
@@ -15,7 +15,7 @@ import { PipelinesRepo } from './repositories/pipelines-repo.js';
 import { RunsRepo } from './repositories/runs-repo.js';
 import { WebhooksRepo } from './repositories/webhooks-repo.js';
 import { WorkspacesRepo } from './repositories/workspaces-repo.js';
-import { LeasesRepo } from './leases.js';
+import { LeasesRepo } from '../queue/index.js';
 import type { Db } from './sql-helpers.js';
 import { SqliteIdleReader } from './sqlite-direct.js';
 import { SqliteWriterThread } from './sqlite-writer-thread.js';

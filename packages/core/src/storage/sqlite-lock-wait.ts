@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../clock.js';
+import { systemClock, type Clock } from '../common/index.js';
 
 /**
  * How a SQLite connection waits for a write lock another process holds.

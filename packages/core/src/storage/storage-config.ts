@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/index.js';
 import { sqliteStatement } from './sqlite-direct.js';
 import { realTimers, retryWhileBusy, type SqliteLockWait } from './sqlite-lock-wait.js';
 import type { SqliteWriterConfig } from './sqlite-writer-thread.js';

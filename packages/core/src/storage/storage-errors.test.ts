@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FerryError } from '../errors.js';
+import { FerryError } from '../common/index.js';
 import { isStorageUnavailable, translateStorageError } from './storage-errors.js';
 
 function withCode(code: string, message = 'x'): Error {

@@ -1,4 +1,4 @@
-import { FerryError } from '../errors.js';
+import { FerryError } from '../common/index.js';
 
 /** How long a client is told to wait before retrying while storage is unreachable. */
 const STORAGE_RETRY_AFTER_SECONDS = 5;

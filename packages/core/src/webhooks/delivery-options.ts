@@ -1,4 +1,4 @@
-import { FerryError } from '../errors.js';
+import { FerryError } from '../common/index.js';
 
 /** Tuning of webhook delivery. Every field has a default that follows contract section 8. */
 export interface DeliveryOptions {

@@ -1,13 +1,13 @@
-import type { ClockTimer } from '../clock.js';
-import { webhookHeaders } from '../crypto/webhook-signature.js';
-import type { EngineContext } from '../engine-context.js';
-import type { OutboundClient, OutboundResult } from '../outbound-client.js';
-import { CoalescedPump } from '../runtime/coalesced-pump.js';
-import { openSigningSecrets, type SigningSecrets } from '../services/webhooks-service.js';
-import type { Repositories } from '../storage/ferry-storage.js';
-import type { DeliveryStatus } from '../domain.js';
-import type { AttemptOutcome, DeliveryAttemptRow, DeliveryRow } from '../storage/repositories/deliveries-repo.js';
-import type { WebhookRow } from '../storage/repositories/webhooks-repo.js';
+import type { ClockTimer } from '../common/index.js';
+import { webhookHeaders } from '../crypto/index.js';
+import type { EngineContext } from '../engine/index.js';
+import type { OutboundClient, OutboundResult } from '../net/index.js';
+import { CoalescedPump } from '../queue/index.js';
+import { openSigningSecrets, type SigningSecrets } from './webhooks-service.js';
+import type { Repositories } from '../storage/index.js';
+import type { DeliveryStatus } from '../common/index.js';
+import type { AttemptOutcome, DeliveryAttemptRow, DeliveryRow } from '../storage/index.js';
+import type { WebhookRow } from '../storage/index.js';
 import type { DeliveryOptions } from './delivery-options.js';
 import { nextAttemptAt, parseRetryAfter } from './delivery-schedule.js';
 

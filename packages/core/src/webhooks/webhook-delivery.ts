@@ -1,8 +1,8 @@
 import type { Subscription } from 'rxjs';
-import type { ClockTimer } from '../clock.js';
-import type { EngineContext } from '../engine-context.js';
-import type { OutboundClient } from '../outbound-client.js';
-import { CoalescedPump } from '../runtime/coalesced-pump.js';
+import type { ClockTimer } from '../common/index.js';
+import type { EngineContext } from '../engine/index.js';
+import type { OutboundClient } from '../net/index.js';
+import { CoalescedPump } from '../queue/index.js';
 import type { DeliveryOptions } from './delivery-options.js';
 import { DeliveryWorker } from './delivery-worker.js';
 import { WebhookFanout } from './webhook-fanout.js';

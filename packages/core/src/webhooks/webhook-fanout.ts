@@ -1,7 +1,7 @@
-import { nowIso, type EngineContext } from '../engine-context.js';
-import type { PlatformEvent } from '../domain.js';
-import type { DeliveryRow } from '../storage/repositories/deliveries-repo.js';
-import type { WebhookRow } from '../storage/repositories/webhooks-repo.js';
+import { nowIso, type EngineContext } from '../engine/index.js';
+import type { PlatformEvent } from '../common/index.js';
+import type { DeliveryRow } from '../storage/index.js';
+import type { WebhookRow } from '../storage/index.js';
 
 /**
  * The body POSTed for a platform event (spec 2.5): identical on every attempt and redelivery, so

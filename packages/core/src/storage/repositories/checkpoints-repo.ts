@@ -1,6 +1,6 @@
 import { fromJson, toJson, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';
-import type { Checkpoint } from '../../plugin/types.js';
+import type { Checkpoint } from '../../plugin-api/index.js';
 import { singleStep, type WriterStep } from '../sqlite-writer-thread.js';
 
 const SET_CHECKPOINT = 'ON CONFLICT (pipeline_id) DO UPDATE SET value = excluded.value, run_id = excluded.run_id, updated_at = excluded.updated_at RETURNING pipeline_id';

@@ -1,6 +1,6 @@
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { affected, fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
-import type { ConnectorDirection, ConnectorHealth, JsonObject } from '../../plugin/types.js';
+import type { ConnectorDirection, ConnectorHealth, JsonObject } from '../../plugin-api/index.js';
 
 /** Row of `connectors`. `config` holds the non-secret fields; `secrets` the sealed secret ones. */
 export interface ConnectorRow {

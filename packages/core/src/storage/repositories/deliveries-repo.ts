@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
 import { keysetPage, type KeysetResult } from '../keyset.js';
-import { LeasedQueue, type Claim } from '../leases.js';
+import { LeasedQueue, type Claim } from '../../queue/index.js';
 import { inSqliteTransaction, sqliteStatement } from '../sqlite-direct.js';
 import { affected, INSERT_CHUNK, toInt, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';
-import type { DeliveryStatus, PlatformEventType } from '../../domain.js';
+import type { DeliveryStatus, PlatformEventType } from '../../common/index.js';
 
 /** Row of `deliveries`. `body` is the exact JSON sent, identical on every attempt. */
 export interface DeliveryRow {

@@ -4,12 +4,12 @@ import type { Knex } from 'knex';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { keysetPage, type KeysetResult } from '../keyset.js';
-import { LeasedQueue } from '../leases.js';
+import { LeasedQueue } from '../../queue/index.js';
 import { inSqliteTransaction, sqliteStatement } from '../sqlite-direct.js';
 import { affected, fromJson, isUniqueViolation, toInt, toJson, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';
-import type { EventRecord, EventStatus } from '../../domain.js';
-import type { JsonObject } from '../../plugin/types.js';
+import type { EventRecord, EventStatus } from '../../common/index.js';
+import type { JsonObject } from '../../plugin-api/index.js';
 import { sqliteLiteral, type SqlValue, type WriterStep } from '../sqlite-writer-thread.js';
 
 /** Row of `events`, the per-pipeline event log: the public record plus bookkeeping. */

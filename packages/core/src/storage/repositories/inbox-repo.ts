@@ -1,6 +1,6 @@
 import { fromJson, INSERT_CHUNK, toInt, toJson, type Db } from '../sql-helpers.js';
 import { canonicalTimestamp } from './events-repo.js';
-import type { JsonObject } from '../../plugin/types.js';
+import type { JsonObject } from '../../plugin-api/index.js';
 
 /** Row of `webhook_inbox`: an event received on `POST /v2/ingest/{connector_id}`, stored durably before the 202. */
 export interface InboxRow {

@@ -1,7 +1,7 @@
 import { affected, fromJson, INSERT_CHUNK, toInt, toJson, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';
-import type { PlatformEvent, PlatformEventType } from '../../domain.js';
-import type { JsonObject } from '../../plugin/types.js';
+import type { PlatformEvent, PlatformEventType } from '../../common/index.js';
+import type { JsonObject } from '../../plugin-api/index.js';
 
 /** Row of `platform_events`, with its sequence number. */
 export interface OutboxRow extends PlatformEvent {

@@ -1,7 +1,7 @@
 import type { SqliteIdleReader } from '../sqlite-direct.js';
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { affected, fromJson, toJson, type Db } from '../sql-helpers.js';
-import type { Pipeline, PipelineState, TransformStep } from '../../domain.js';
+import type { Pipeline, PipelineState, TransformStep } from '../../common/index.js';
 
 /** Row of `pipelines`: the public record (without `last_run`) plus what only the engine sees. */
 export type PipelineRow = Omit<Pipeline, 'last_run'> & {

@@ -1,9 +1,9 @@
 import type { SqliteIdleReader } from '../sqlite-direct.js';
 import { keysetPage, type KeysetResult } from '../keyset.js';
-import { LeasedQueue } from '../leases.js';
+import { LeasedQueue } from '../../queue/index.js';
 import { affected, toInt, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';
-import type { Run } from '../../domain.js';
+import type { Run } from '../../common/index.js';
 import { singleStep, type WriterStep } from '../sqlite-writer-thread.js';
 
 /** Row of `runs`: the public record plus its workspace and queue lease. */

@@ -1,6 +1,6 @@
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { affected, fromJson, toBool, toJson, type Db } from '../sql-helpers.js';
-import type { PlatformEventType } from '../../domain.js';
+import type { PlatformEventType } from '../../common/index.js';
 
 /** Row of `webhook_subscriptions`; `secret` and `previous_secrets` are sealed. */
 export interface WebhookRow {

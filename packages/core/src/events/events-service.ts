@@ -1,0 +1,118 @@
+import type { EventRecord, EventStatus, ListEventsParams, Page } from '../common/index.js';
+import { nowIso, reader, transact, type EngineContext } from '../engine/index.js';
+import { FerryError, notFound, validationError, type FieldError } from '../common/index.js';
+import { paginate } from '../common/index.js';
+import { inputSchemas, TimestampSchema } from '../common/index.js';
+import type { EventRow } from '../storage/index.js';
+import { assertSchema, assertText, compile } from '../common/index.js';
+import { NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
+
+const EVENT_STATUSES: readonly EventStatus[] = ['delivered', 'filtered', 'dead_lettered', 'replaying'];
+
+/**
+ * Normalizes an ISO 8601 bound to the stored form (UTC, milliseconds) so it compares correctly
+ * with `occurred_at` on both dialects; `pointer` names the field in errors.
+ */
+export function normalizeTimestamp(value: string, pointer: string): string {
+  const ms = compile(TimestampSchema).Check(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(ms)) {
+    throw validationError([{ pointer, code: 'format', detail: 'Expected an ISO 8601 timestamp such as 2026-11-22T10:00:00.000Z.' }]);
+  }
+  return new Date(ms).toISOString();
+}
+
+/**
+ * The per-pipeline event log (contract section 7): listing, and replay of dead-lettered events,
+ * one or in bulk. The runtime performs the replay; this service records the request.
+ */
+export class EventsService {
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly hooks: EngineHooks = NO_ENGINE_HOOKS,
+  ) {}
+
+  /** Lists a pipeline's events by `(occurred_at, id)`; `next_cursor` is kept for tailing. */
+  async list(workspaceId: string, pipelineId: string, params: ListEventsParams = {}): Promise<Page<EventRecord>> {
+    const repos = reader(this.ctx);
+    assertText(params.type, '/type');
+    const errors: FieldError[] = [];
+    if (params.status !== undefined && !EVENT_STATUSES.includes(params.status)) {
+      errors.push({ pointer: '/status', code: 'enum', detail: `status is one of ${EVENT_STATUSES.join(', ')}.` });
+    }
+    const filters = {
+      type: params.type,
+      status: params.status,
+      since: params.since === undefined ? undefined : normalizeTimestamp(params.since, '/since'),
+      until: params.until === undefined ? undefined : normalizeTimestamp(params.until, '/until'),
+    };
+    if (errors.length > 0) throw validationError(errors);
+    if (!(await repos.pipelines.get(workspaceId, pipelineId))) throw notFound('pipeline', pipelineId);
+    return paginate(
+      this.ctx.cursors,
+      params,
+      { scope: { resource: `events:${pipelineId}`, workspaceId, filters }, key: (row: EventRow) => [row.occurred_at, row.id], tail: true },
+      (after, limit) => repos.events.list(workspaceId, pipelineId, filters, after, limit),
+      (rows) => rows.map(presentEvent),
+    );
+  }
+
+  /** One event. */
+  async get(workspaceId: string, eventId: string): Promise<EventRecord> {
+    const row = await reader(this.ctx).events.get(workspaceId, eventId);
+    if (!row) throw notFound('event', eventId);
+    return presentEvent(row);
+  }
+
+  /**
+   * Queues the replay of a dead-lettered event from the stage where it failed; the event turns
+   * `replaying`. Any other status is 409 `event_not_dead_lettered` with `current_status`.
+   */
+  async replay(workspaceId: string, eventId: string): Promise<EventRecord> {
+    const now = nowIso(this.ctx);
+    const record = await transact(this.ctx, async (repos) => {
+      const row = await repos.events.get(workspaceId, eventId);
+      if (!row) throw notFound('event', eventId);
+      const replayed = row.status === 'dead_lettered' && (await repos.events.updateStatus(workspaceId, eventId, { status: 'replaying', updated_at: now }, 'dead_lettered'));
+      if (!replayed) {
+        throw new FerryError('event_not_dead_lettered', `Only dead-lettered events can be replayed; this one is ${row.status}.`, { currentStatus: row.status });
+      }
+      const letter = await repos.events.getDeadLetter(eventId);
+      if (letter) await repos.events.putDeadLetter({ ...letter, replay_requested_at: now });
+      return presentEvent({ ...row, status: 'replaying', updated_at: now });
+    });
+    this.hooks.replayRequested();
+    return record;
+  }
+
+  /** Queues the replay of every dead-lettered event of a pipeline that matches; returns how many. */
+  async replayMany(workspaceId: string, pipelineId: string, input: { since?: string; until?: string; type?: string } = {}): Promise<{ count: number }> {
+    assertSchema(inputSchemas.bulkReplay, input);
+    const filters = {
+      type: input.type,
+      since: input.since === undefined ? undefined : normalizeTimestamp(input.since, '/since'),
+      until: input.until === undefined ? undefined : normalizeTimestamp(input.until, '/until'),
+    };
+    const now = nowIso(this.ctx);
+    const result = await transact(this.ctx, async (repos) => {
+      if (!(await repos.pipelines.get(workspaceId, pipelineId))) throw notFound('pipeline', pipelineId);
+      return { count: await repos.events.requestBulkReplay(workspaceId, pipelineId, filters, now) };
+    });
+    if (result.count > 0) this.hooks.replayRequested();
+    return result;
+  }
+}
+
+/** The public shape of an event row. */
+export function presentEvent(row: EventRow): EventRecord {
+  return {
+    id: row.id,
+    pipeline_id: row.pipeline_id,
+    type: row.type,
+    occurred_at: row.occurred_at,
+    payload: row.payload,
+    status: row.status,
+    attempts: row.attempts,
+    error: row.error,
+    dead_lettered_at: row.dead_lettered_at,
+  };
+}

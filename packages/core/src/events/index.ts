@@ -1,0 +1,9 @@
+/**
+ * The event log: its listing, live feed, replay of dead letters, event ids, and the signed inbox
+ * of webhook sources.
+ */
+export { deriveEventId } from './event-id.js';
+export { EventLogFeed, eventsStream, type EventsStreamOptions } from './event-log-feed.js';
+export { EventsService, normalizeTimestamp } from './events-service.js';
+export { IngestService, MAX_INGEST_EVENTS, type IngestResult } from './ingest-service.js';
+export { ReplayWorker } from './replay-worker.js';

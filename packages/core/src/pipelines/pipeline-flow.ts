@@ -1,0 +1,681 @@
+import { randomUUID } from 'node:crypto';
+import { defer, EMPTY, expand, filter, map, Observable, type Observer } from 'rxjs';
+import { sleep } from '../common/index.js';
+import type { EngineContext } from '../engine/index.js';
+import { isFerryError } from '../common/index.js';
+import type { Checkpoint, JsonObject, PullSource, PushSource, SourceBatch, SourceRecord, TransformEvent } from '../plugin-api/index.js';
+import type { PipelineRow } from '../storage/index.js';
+import type { WriterOrder } from '../storage/index.js';
+import { backoffDelay, MAX_BACKOFF_ATTEMPT } from '../queue/index.js';
+import { commitBatch, countResults, prepareBatch, type BatchCounts, type Fence, type PreparedBatch } from './batch-commit.js';
+import { deriveEventId } from '../events/index.js';
+import { processItems, type ItemResult, type WorkItem } from './event-processor.js';
+import { FlowError, toFlowError } from './flow-error.js';
+import { compileSteps, connectorsVersion, HealthReporter, openConnections, type PipelineConnections } from './pipeline-connections.js';
+import type { TransformChain } from './transform-chain.js';
+import type { RuntimeOptions } from './runtime-options.js';
+
+/** One committed batch. */
+export interface BatchOutcome {
+  counts: BatchCounts;
+  checkpoint: Checkpoint;
+}
+
+/** Why a flow ended without an error. */
+export type FlowEnd =
+  /** The source had nothing more (runs of scheduled pipelines). */
+  | 'caught_up'
+  /** The pipeline is no longer active (paused, deleting, gone). */
+  | 'inactive'
+  /** The owner asked it to stop (engine shutdown, lease lost). */
+  | 'stopped';
+
+/** How a flow runs and whom it tells. */
+export interface FlowSpec {
+  pipelineId: string;
+  /** The lease that makes this engine the pipeline's only consumer; every commit checks it. */
+  fence: Fence;
+  /**
+   * `until_caught_up`: a run of a scheduled pipeline; ends when the source is drained, and a
+   * failure that outlasts the retry budget ends it with the error. `continuous`: a streaming
+   * pipeline; retries for as long as it takes and reports a long failure through `onFailing`.
+   */
+  mode: 'until_caught_up' | 'continuous';
+  /** The run whose counters the batches add to (looked up at each commit: a streaming pipeline changes runs). */
+  runId(): string | null;
+  /** A streaming pipeline failed for long (or for a reason no retry fixes); it keeps trying. */
+  onFailing?(error: FlowError): Promise<void>;
+  /** The first success after {@link onFailing}. */
+  onRecovered?(): Promise<void>;
+}
+
+/** What a flow needs from the engine. */
+export interface FlowDeps {
+  ctx: EngineContext;
+  options: RuntimeOptions;
+}
+
+class Stop extends Error {}
+
+/**
+ * One pipeline's events moving under a lease this engine holds: source batches through the
+ * transform steps to the destination, each batch's event-log rows and checkpoint committed in
+ * one transaction after the destination acknowledged it.
+ *
+ * {@link batches$} is an Observable of committed batches. Backpressure both ways: a pull source
+ * is read one batch ahead of the destination (an `expand` loop whose next step is subscribed
+ * only when the previous one emitted; each step starts the next read), while the batch before
+ * commits; a push source's handler resolves only after its batch committed, which is what lets
+ * it take more (a source may hand over one more batch meanwhile, written while the one before
+ * commits). At most three batches are in memory, plus what a push source holds itself.
+ *
+ * Stopping is graceful: {@link stop} lets the batch in flight commit, cuts short any backoff
+ * wait, and ends the flow with `stopped`.
+ */
+export class PipelineFlow {
+  private readonly stopper = new AbortController();
+  /** Aborted only when the batch in flight must be given up (lease lost). */
+  private readonly hard = new AbortController();
+  private dirty = true;
+  /** Aborted (and replaced) by {@link poke}: ends the current idle or backoff wait early. */
+  private wake = new AbortController();
+  /** Set while a push source is consumed: it has no wait to cut short, so a poke checks the state itself. */
+  private onPoke: (() => void) | undefined;
+  private stepsKey = '';
+  private chain: TransformChain | undefined;
+  private reopenNeeded = false;
+  private row!: PipelineRow;
+  private conns: PipelineConnections | undefined;
+  /** The last committed position. */
+  private checkpoint: Checkpoint | null = null;
+  /** The position after the last batch the destination took (a pull source reads from here). */
+  private position: Checkpoint | null = null;
+  /** The read of the next batch, started while the current one is written (pull sources). */
+  private ahead: { reader: PullSource; from: string; max: number; promise: Promise<SourceBatch> } | undefined;
+  /** The commit of the last batch written, while it runs. */
+  private pending: Promise<BatchOutcome> | undefined;
+  private health: HealthReporter;
+  /**
+   * Failures in a row, per lane: the batch being prepared (`fore`) and the commit running behind
+   * it (`back`) fail and retry at the same time, and each keeps its own count, so neither doubles
+   * the other's budget or backoff, and a success of one does not end the other's outage.
+   */
+  private readonly fore: Lane = { failures: 0 };
+  private readonly back: Lane = { failures: 0 };
+  private failing = false;
+  /** `onFailing` and `onRecovered`, one after the other: a run is never started and ended at once. */
+  private announcing: Promise<unknown> = Promise.resolve();
+  /** A commit running behind has failed: the batch being prepared must not go on. */
+  private commitFailed: unknown;
+  /** This flow's chain of commits on the SQLite writer thread (see {@link writerOrder}). */
+  private readonly commitChain = { id: newChainId(''), next: 0, onThread: false };
+  /** How the flow ended; set when the Observable completes. */
+  end: FlowEnd = 'stopped';
+
+  constructor(
+    private readonly deps: FlowDeps,
+    private readonly spec: FlowSpec,
+  ) {
+    this.health = new HealthReporter(deps.ctx, deps.options.downAfterAttempts);
+  }
+
+  /**
+   * Something about the pipeline or its connectors changed: read them again before the next
+   * batch, and (with `wake`) cut short an idle or backoff wait so a pause or a fix takes effect now.
+   */
+  poke(wake = true): void {
+    this.dirty = true;
+    if (!wake) return;
+    this.onPoke?.();
+    const waking = this.wake;
+    this.wake = new AbortController();
+    waking.abort();
+  }
+
+  /** Asks the flow to stop after the batch in flight. */
+  stop(): void {
+    this.stopper.abort(new Stop('stopped'));
+  }
+
+  /** Gives up the batch in flight too (the lease is gone: committing it would be refused anyway). */
+  abort(): void {
+    this.stop();
+    this.hard.abort(new Stop('lease lost'));
+  }
+
+  /** Committed batches, until the flow ends (see {@link FlowEnd}) or fails with a {@link FlowError}. */
+  batches$(): Observable<BatchOutcome> {
+    return new Observable<BatchOutcome>((subscriber) => {
+      let inner: { unsubscribe(): void } | undefined;
+      const run = async () => {
+        if (!(await this.refresh())) return this.finish(subscriber, 'inactive');
+        this.checkpoint = await this.deps.ctx.storage.repos.checkpoints.get(this.spec.pipelineId);
+        this.position = this.checkpoint;
+        const source$ = 'read' in this.conns!.reader! ? this.pull$() : this.push$();
+        inner = source$.subscribe({
+          next: (outcome) => subscriber.next(outcome),
+          error: (error: unknown) => this.fail(subscriber, error),
+          complete: () => this.finish(subscriber, this.end),
+        });
+      };
+      run().catch((error: unknown) => this.fail(subscriber, error));
+      return () => {
+        inner?.unsubscribe();
+        this.stop();
+      };
+    });
+  }
+
+  private finish(subscriber: Observer<BatchOutcome>, end: FlowEnd): void {
+    this.end = end;
+    void this.close().then(() => subscriber.complete());
+  }
+
+  private fail(subscriber: Observer<BatchOutcome>, error: unknown): void {
+    if (error instanceof Stop) return this.finish(subscriber, this.end === 'inactive' ? 'inactive' : 'stopped');
+    if (this.stopper.signal.aborted && !(error instanceof FlowError)) return this.finish(subscriber, 'stopped');
+    void this.close().then(() => subscriber.error(error));
+  }
+
+  private async close(): Promise<void> {
+    // A commit still running settles first: the run is ended (and counted) after its last batch.
+    await this.pending?.catch(() => undefined);
+    // A read started ahead finishes (and is dropped) before its source is closed under it.
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    await ahead?.promise.catch(() => undefined);
+    const conns = this.conns;
+    this.conns = undefined;
+    await conns?.close();
+    this.deps.ctx.storage.writer?.endChain(this.commitChain.id);
+  }
+
+  /**
+   * Reads the pipeline again (every batch: a pause or an edit made on another engine is seen at
+   * the next batch), and its connectors when something says they changed; opens them again if
+   * they did. False when the pipeline is no longer active or the flow was asked to stop. With
+   * `reopen: false` (inside a push source's handler, which must not close the source it runs
+   * in) a change only sets {@link reopenNeeded}.
+   */
+  private async refresh(reopen = true): Promise<boolean> {
+    if (this.stopper.signal.aborted) return false;
+    const row = await this.retrying('storage', () => this.deps.ctx.storage.repos.pipelines.getAnyWorkspace(this.spec.pipelineId));
+    if (!row || row.state !== 'active') return false;
+    this.row = row;
+    const stepsKey = JSON.stringify(row.transforms);
+    if (stepsKey !== this.stepsKey || !this.chain) {
+      this.chain = await this.retrying('storage', async () => compileSteps(this.deps.ctx, row));
+      this.stepsKey = stepsKey;
+    }
+    if (!this.dirty && this.conns) return !this.stopper.signal.aborted;
+    this.dirty = false;
+    const conns = await this.retrying('source', async () => {
+      const source = await this.deps.ctx.storage.repos.connectors.get(row.workspace_id, row.source_connector_id);
+      const destination = await this.deps.ctx.storage.repos.connectors.get(row.workspace_id, row.destination_connector_id);
+      if (this.conns && this.conns.version === connectorsVersion(source, destination)) return this.conns;
+      if (!reopen && this.conns) {
+        this.reopenNeeded = true;
+        return this.conns;
+      }
+      await this.close();
+      return openConnections(this.deps.ctx, row, { withSource: true, signal: this.hard.signal });
+    });
+    this.conns = conns;
+    this.health.observe(conns.source);
+    this.health.observe(conns.destination);
+    return !this.stopper.signal.aborted;
+  }
+
+  private pull$(): Observable<BatchOutcome> {
+    const step$ = () => defer(() => this.pullOnce());
+    return step$().pipe(
+      expand((step) => (step.done ? EMPTY : step$())),
+      filter((step): step is { done: boolean; outcome: BatchOutcome } => step.outcome !== undefined),
+      map((step) => step.outcome),
+    );
+  }
+
+  /**
+   * One step of a pull source: take the batch after the last one the destination took (read
+   * ahead during the previous step, or read now), start reading the one after it, take the
+   * batch through the steps and the destination, and hand its commit over to run while the next
+   * step goes on. Commits run one at a time and in order; the step returns the previous batch's
+   * commit, so at most one written batch waits for its commit and one is read ahead (three
+   * batches in memory). The source, the destination and the storage each work while the engine
+   * prepares another batch.
+   */
+  private async pullOnce(): Promise<{ done: boolean; outcome?: BatchOutcome }> {
+    // Let timers and I/O run between batches. On SQLite every query settles at once, so a backlog
+    // would otherwise go from batch to batch in promise continuations alone, starving the lease's
+    // heartbeat (the lease expires, the stream restarts and sends a batch twice) and any HTTP
+    // server in the same process.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (!(await this.refresh())) {
+      // What the destination already took is committed before the flow ends: nothing is sent twice.
+      const outcome = await this.flush();
+      this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
+      return { done: true, outcome };
+    }
+    const current = this.conns!.reader as PullSource;
+    const from = this.position;
+    // The read started while the previous batch was being written, when it still fits.
+    let early = this.takeReadAhead(current, from);
+    const batch = await this.retrying('source', () => {
+      const read = early ?? current.read(from, this.row.batch_size, this.hard.signal);
+      early = undefined; // a failed read-ahead counts as a failure; the retry reads afresh
+      return read;
+    });
+    if (batch.records.length > 0) this.readAhead(current, batch.checkpoint);
+    if (batch.records.length === 0) {
+      let outcome = await this.flush();
+      // Caught up. A source may still move its position (past an empty object, say): keep it.
+      const moved = JSON.stringify(batch.checkpoint ?? null) !== JSON.stringify(from ?? null);
+      if (moved) {
+        outcome = await this.commit(prepareBatch(this.deps.ctx, this.row, []), batch.checkpoint, 0);
+        this.position = batch.checkpoint;
+      }
+      await this.progressed();
+      if (this.spec.mode === 'until_caught_up') {
+        this.end = 'caught_up';
+        return { done: true, outcome };
+      }
+      try {
+        await sleep(this.deps.ctx.clock, this.row.flush_interval_ms, AbortSignal.any([this.stopper.signal, this.wake.signal]));
+      } catch {
+        if (this.stopper.signal.aborted) {
+          this.end = 'stopped';
+          return { done: true, outcome };
+        }
+      }
+      return { done: false, outcome };
+    }
+    const row = this.row;
+    const prepared = prepareBatch(this.deps.ctx, row, await this.process(batch));
+    const previous = this.pending;
+    // This commit starts only after the previous one succeeded, and not at all if it failed.
+    const commit = this.commit(prepared, batch.checkpoint, batch.records.length, row, this.back, previous);
+    // Awaited by the next step or by flush(); until then its failure stops the batch being prepared.
+    commit.catch((error: unknown) => {
+      this.commitFailed = error instanceof Stop || error instanceof FlowError ? error : new Stop('commit failed');
+    });
+    this.pending = commit;
+    this.position = batch.checkpoint;
+    return { done: false, outcome: previous ? await previous : undefined };
+  }
+
+  /**
+   * Starts reading the batch after `from` while the batch just read goes through the steps and
+   * the destination, so the source's round trip is not on the path of every batch (measured
+   * with bench/postgres: the read was a third of the time per batch). One batch ahead at most.
+   */
+  private readAhead(reader: PullSource, from: Checkpoint): void {
+    const promise = reader.read(from, this.row.batch_size, this.hard.signal);
+    // Not awaited until the next step, which may never come (a pause, a stop): no unhandled rejection.
+    promise.catch(() => undefined);
+    this.ahead = { reader, from: JSON.stringify(from ?? null), max: this.row.batch_size, promise };
+  }
+
+  /** The read started ahead, if it was of the same source, from the same position, for the same size; it is handed out once. */
+  private takeReadAhead(reader: PullSource, from: Checkpoint | null): Promise<SourceBatch> | undefined {
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    if (!ahead || ahead.reader !== reader || ahead.max !== this.row.batch_size || ahead.from !== JSON.stringify(from ?? null)) return undefined;
+    return ahead.promise;
+  }
+
+  /** Waits for the commit in flight, if any, and returns its outcome. */
+  private async flush(): Promise<BatchOutcome | undefined> {
+    const pending = this.pending;
+    if (!pending) return undefined;
+    try {
+      return await pending;
+    } finally {
+      if (this.pending === pending) this.pending = undefined;
+    }
+  }
+
+  private push$(): Observable<BatchOutcome> {
+    return new Observable<BatchOutcome>((subscriber) => {
+      const consuming = new AbortController();
+      const onStop = () => consuming.abort(new Stop('stopped'));
+      this.stopper.signal.addEventListener('abort', onStop, { once: true });
+      // An idle push source calls no handler: a pause or a deletion must still end the consumption.
+      this.onPoke = () => {
+        void this.deps.ctx.storage.repos.pipelines.getAnyWorkspace(this.spec.pipelineId).then(
+          (row) => {
+            if (row && row.state === 'active') return;
+            if (this.end !== 'caught_up') this.end = 'inactive';
+            consuming.abort(new Stop('inactive'));
+          },
+          () => undefined,
+        );
+      };
+      // A run of a scheduled pipeline ends once the source has been quiet for a flush interval.
+      let idle: { cancel(): void } | undefined;
+      const armIdle = () => {
+        idle?.cancel();
+        if (this.spec.mode !== 'until_caught_up') return;
+        idle = this.deps.ctx.clock.setTimeout(() => {
+          this.end = 'caught_up';
+          consuming.abort(new Stop('caught up'));
+        }, this.row.flush_interval_ms);
+      };
+      // Batches go through the steps and the destination one at a time, in the order the source
+      // handed them over, and commit one at a time in that order: a source that hands over the
+      // next batch before the last one's handler resolved (see `PushSource`) has it written while
+      // the last one commits.
+      /** The last batch handed over, up to its destination's acknowledgement: the next one waits for it. */
+      let written: Promise<unknown> = Promise.resolve();
+      /** Batches handed over and not committed yet: the idle timer runs only when there is none. */
+      let inFlight = 0;
+      const handler = (batch: SourceBatch): Promise<void> => {
+        idle?.cancel();
+        inFlight++;
+        const prepared = written.then(async () => {
+          if (!(await this.refresh(false))) {
+            this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
+            consuming.abort(new Stop('inactive'));
+            throw new Stop('inactive');
+          }
+          const row = this.row;
+          return { row, batch: prepareBatch(this.deps.ctx, row, await this.process(batch)) };
+        });
+        // A batch that did not reach the destination stops the ones handed over after it.
+        written = prepared;
+        prepared.catch(() => undefined);
+        // This commit starts only after the previous one succeeded, and not at all if it failed.
+        const previous = this.pending;
+        const commit = prepared.then((p) => this.commit(p.batch, batch.checkpoint, batch.records.length, p.row, this.back, previous));
+        this.pending = commit;
+        commit.catch((error: unknown) => {
+          this.commitFailed = error instanceof Stop || error instanceof FlowError ? error : new Stop('commit failed');
+        });
+        return commit.then(
+          (outcome) => {
+            inFlight--;
+            subscriber.next(outcome);
+            // The connectors changed: end this consumption after the committed batch and start again with them.
+            if (this.reopenNeeded) restart.abort(new Stop('reopen'));
+            if (inFlight === 0) armIdle();
+          },
+          (error: unknown) => {
+            inFlight--;
+            throw error;
+          },
+        );
+      };
+      let restart = new AbortController();
+      const consume = async () => {
+        for (;;) {
+          armIdle();
+          if (this.reopenNeeded) {
+            this.reopenNeeded = false;
+            this.dirty = true;
+            if (!(await this.refresh())) {
+              if (this.end !== 'caught_up') this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
+              return;
+            }
+          }
+          // A consumption that ended with a batch still committing starts again after it.
+          await this.pending?.catch(() => undefined);
+          restart = new AbortController();
+          const reader = this.conns!.reader as PushSource;
+          const woken = this.wake.signal;
+          try {
+            await reader.consume(this.checkpoint, handler, AbortSignal.any([consuming.signal, restart.signal]));
+            if (consuming.signal.aborted || !restart.signal.aborted) return;
+          } catch (error) {
+            if (consuming.signal.aborted) return;
+            if (restart.signal.aborted) continue;
+            if (error instanceof Stop) return;
+            // The source itself broke (its connection dropped): count it and start it again from the checkpoint.
+            await this.failure('source', error, this.fore, woken);
+          }
+        }
+      };
+      consume().then(
+        () => {
+          this.onPoke = undefined;
+          idle?.cancel();
+          this.stopper.signal.removeEventListener('abort', onStop);
+          if (this.end !== 'caught_up' && this.end !== 'inactive') this.end = 'stopped';
+          subscriber.complete();
+        },
+        (error: unknown) => {
+          this.onPoke = undefined;
+          idle?.cancel();
+          subscriber.error(error);
+        },
+      );
+      return () => consuming.abort(new Stop('unsubscribed'));
+    });
+  }
+
+  /** Takes one source batch through the steps and the destination (not committed yet). */
+  private async process(batch: SourceBatch): Promise<ItemResult[]> {
+    const items = this.toItems(batch.records);
+    const conns = this.conns!;
+    const results = await this.retrying('destination', () =>
+      processItems(
+        items,
+        {
+          chain: this.chain!,
+          destination: conns.writer,
+          maxAttempts: this.row.max_attempts,
+          clock: this.deps.ctx.clock,
+          recordRetry: this.deps.options.recordRetry,
+          scrub: conns.scrub,
+        },
+        this.hard.signal,
+      ),
+    );
+    // The destination took the batch: the foreground's failure streak is over (and, with no commit
+    // running behind, the outage: the batch then counts in the run that recovery starts).
+    await this.progressed(this.fore);
+    return results;
+  }
+
+  /**
+   * Commits a batch once `previous` (the commit of the batch before it) succeeded, and fails with
+   * it if it did not; resolves after `previous`, so the flow's position moves batch after batch.
+   * A batch for the SQLite writer thread that follows another is sent to the thread at once, on
+   * this flow's chain (see `WriterOrder`): the thread runs it right after the one before,
+   * without waiting for the event loop to hear of that one.
+   */
+  private async commit(batch: PreparedBatch, checkpoint: Checkpoint, read: number, row: PipelineRow = this.row, lane: Lane = this.fore, previous?: Promise<unknown>): Promise<BatchOutcome> {
+    const counts = countResults(read, batch.results);
+    const order = this.writerOrder(batch, previous);
+    // Sent ahead only behind a batch on the same chain; anything else waits for the one before.
+    const ahead = order !== undefined && order.seq > 0;
+    if (previous && !ahead) await previous;
+    await this.retrying(
+      'storage',
+      () => commitBatch(this.deps.ctx, { pipeline: row, runId: this.spec.runId(), fence: this.spec.fence, batch, checkpoint, counts, order }),
+      lane,
+    );
+    if (previous) await previous;
+    this.checkpoint = checkpoint;
+    await this.progressed(lane);
+    return { counts, checkpoint };
+  }
+
+  /**
+   * The place of a batch's commit on this flow's writer-thread chain; undefined when it commits
+   * on the engine's connection. Decided when the commit is asked for, in batch order: a batch
+   * after one that did not go to the thread starts a new chain, once that one is done.
+   */
+  private writerOrder(batch: PreparedBatch, previous: Promise<unknown> | undefined): WriterOrder | undefined {
+    const writer = this.deps.ctx.storage.writer;
+    const onThread = writer !== undefined && batch.logStep !== undefined;
+    const follows = onThread && previous !== undefined && this.commitChain.onThread;
+    this.commitChain.onThread = onThread;
+    if (!onThread) return undefined;
+    if (follows) {
+      // Refused by the thread until the one before committed; fails (and is never run) if that one fails.
+      const after = previous!.then(
+        () => undefined,
+        () => {
+          throw new Stop('the commit before failed');
+        },
+      );
+      after.catch(() => undefined);
+      return { chain: this.commitChain.id, seq: this.commitChain.next++, after };
+    }
+    writer.endChain(this.commitChain.id);
+    this.commitChain.id = newChainId(this.spec.pipelineId);
+    this.commitChain.next = 1;
+    return { chain: this.commitChain.id, seq: 0, after: Promise.resolve() };
+  }
+
+  private toItems(records: readonly SourceRecord[]): WorkItem[] {
+    // A record without a time of its own (or with an invalid one) happened when it was read.
+    const readAt = new Date(this.deps.ctx.clock.now()).toISOString();
+    const items: WorkItem[] = new Array(records.length);
+    // Records of one transaction or one file share their time: it is parsed once for a run of them.
+    let lastTime: SourceRecord['occurredAt'];
+    let lastOwn: { iso: string; ms: number } | undefined;
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i]!;
+      if (i === 0 || r.occurredAt !== lastTime || typeof lastTime !== 'string') {
+        lastTime = r.occurredAt;
+        lastOwn = recordTime(lastTime);
+      }
+      const own = lastOwn;
+      const event: TransformEvent = {
+        // Only a time the source reports goes into the id: the read time would differ on a re-read.
+        id: deriveEventId(this.row.id, r.position, own?.ms),
+        type: r.type,
+        occurredAt: own?.iso ?? readAt,
+        payload: r.payload as JsonObject,
+      };
+      items[i] = { event, fromStep: 0, attemptsBefore: 0 };
+    }
+    return items;
+  }
+
+  /**
+   * Runs `fn` until it succeeds, holding the flow meanwhile: a failure is counted (connector
+   * health, the retry budget) and followed by a capped exponential wait that {@link stop}
+   * cuts short. A lost lease ends the flow at once.
+   */
+  private async retrying<T>(stage: 'source' | 'destination' | 'storage', fn: () => Promise<T>, lane: Lane = this.fore): Promise<T> {
+    for (;;) {
+      if (this.hard.signal.aborted) throw new Stop('aborted');
+      // The commit behind this batch failed for good: nothing prepared after it may be written or committed.
+      if (lane === this.fore && this.commitFailed !== undefined) throw this.commitFailed;
+      // A change made while this attempt runs may be the fix: it must cut the wait after a failure short.
+      const woken = this.wake.signal;
+      try {
+        const value = await fn();
+        await this.succeeded(stage);
+        return value;
+      } catch (error) {
+        if (error instanceof Stop) throw error;
+        if (isFerryError(error, 'lease_lost')) {
+          this.abort();
+          throw new Stop('lease lost');
+        }
+        if (this.hard.signal.aborted) throw new Stop('aborted');
+        await this.failure(stage, error, lane, woken);
+      }
+    }
+  }
+
+  private async succeeded(stage: 'source' | 'destination' | 'storage'): Promise<void> {
+    if (stage !== 'storage' && this.conns) await this.health.succeeded(stage === 'source' ? this.conns.source : this.conns.destination);
+  }
+
+  /**
+   * The flow moved (a batch committed, or the source answered that it is caught up): the lane's
+   * failure streak is over, and the outage with it once neither lane is failing.
+   */
+  private async progressed(lane: Lane = this.fore): Promise<void> {
+    lane.failures = 0;
+    if (!this.failing || this.fore.failures > 0 || this.back.failures > 0) return;
+    this.failing = false;
+    await this.announce(() => this.spec.onRecovered?.());
+  }
+
+  private announce(fn: () => Promise<void> | undefined): Promise<unknown> {
+    this.announcing = this.announcing.then(fn, fn);
+    return this.announcing;
+  }
+
+  /**
+   * Counts a failure, reports it, and waits before the next attempt (or throws when the budget is
+   * spent). `woken` is the wake signal as it was when the attempt started: a poke that came
+   * while the attempt ran or while the failure was being reported (a pause, a config fix) ends
+   * the wait at once, instead of being lost to a wait that starts after it.
+   */
+  private async failure(stage: 'source' | 'destination' | 'storage', error: unknown, lane: Lane, woken: AbortSignal = this.wake.signal): Promise<void> {
+    const flow = error instanceof FlowError ? error : stage === 'storage' ? storageFlowError(error) : toFlowError(stage, error, this.conns?.scrub ?? ((t) => t));
+    const failures = ++lane.failures;
+    const side = flow.stage === 'source' ? this.conns?.source : flow.stage === 'destination' ? this.conns?.destination : undefined;
+    this.deps.ctx.logger.warn({ pipeline_id: this.spec.pipelineId, stage: flow.stage, code: flow.code, attempt: failures, err: flow.message }, 'pipeline batch failed; holding the flow');
+    // A setup problem is what a check would find: the connector is down now, not after a streak.
+    const consecutive = flow.needsFix ? Math.max(failures, this.deps.options.downAfterAttempts) : failures;
+    if (side) await this.health.failed(side, consecutive, { code: flow.code, message: flow.message }).catch(() => undefined);
+    const budget = this.spec.mode === 'until_caught_up' ? this.deps.options.runRetryAttempts : this.deps.options.streamFailAfterAttempts;
+    if (!flow.retryable || failures >= budget) {
+      if (this.spec.mode === 'until_caught_up') throw flow;
+      if (!this.failing) {
+        this.failing = true;
+        await this.announce(() => this.spec.onFailing?.(flow)).catch(() => undefined);
+      }
+    }
+    // Retrying sooner cannot fix what is not retryable: a streaming pipeline tries again at the
+    // backoff's cap (and at once when its pipeline or connectors change, which wakes this wait),
+    // so a fix made outside Ferry (an ALTER TABLE, a GRANT) is picked up within a minute while a
+    // broken pipeline costs one attempt a minute, not a burst.
+    const delay = flow.retryable ? backoffDelay(this.deps.options.retry, failures) : backoffDelay(this.deps.options.retry, MAX_BACKOFF_ATTEMPT);
+    try {
+      await sleep(this.deps.ctx.clock, delay, AbortSignal.any([this.stopper.signal, woken, this.wake.signal]));
+    } catch {
+      if (this.stopper.signal.aborted) throw new Stop('stopped');
+    }
+    // Whatever failed may be fixed by a change (a new config, a rotation): look again. A pipeline
+    // paused meanwhile gives up the batch it holds: nothing of it was committed, so it is read
+    // again, whole, when the pipeline is activated.
+    this.dirty = true;
+    const row = await this.deps.ctx.storage.repos.pipelines.getAnyWorkspace(this.spec.pipelineId).catch(() => this.row);
+    if (!row || row.state !== 'active') {
+      this.end = 'inactive';
+      throw new Stop('inactive');
+    }
+  }
+}
+
+/** One line of work's failures in a row. */
+interface Lane {
+  failures: number;
+}
+
+/** A chain id no other flow has. */
+function newChainId(pipelineId: string): string {
+  return `${pipelineId}:${randomUUID()}`;
+}
+
+function storageFlowError(error: unknown): FlowError {
+  return new FlowError('storage', 'storage_unavailable', error instanceof Error ? error.message : String(error), true, { cause: error });
+}
+
+/** A record's own time as stored (ISO 8601 UTC with milliseconds) and in ms; undefined when it has none or an invalid one. */
+function recordTime(value: string | Date | undefined): { iso: string; ms: number } | undefined {
+  if (value instanceof Date) {
+    const ms = value.getTime();
+    return Number.isNaN(ms) ? undefined : { iso: value.toISOString(), ms };
+  }
+  if (typeof value !== 'string') return undefined;
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) return undefined;
+  // Already in the stored spelling (the common case) it is kept; otherwise re-spelled, which also
+  // turns a February 30th or a 24:00 (Date.parse accepts both) into the real date.
+  return { iso: isPlainCanonical(value) ? value : new Date(ms).toISOString(), ms };
+}
+
+const CANONICAL = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|1\d|2[0-8])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;
+
+/** ISO 8601 UTC with milliseconds, on a day every month has (1-28): no re-spelling can change it. */
+function isPlainCanonical(value: string): boolean {
+  return value.length === 24 && CANONICAL.test(value);
+}

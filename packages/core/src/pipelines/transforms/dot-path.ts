@@ -1,0 +1,170 @@
+import { Type, type TString } from '@sinclair/typebox';
+import type { JsonObject, JsonValue } from '../../plugin-api/index.js';
+
+/**
+ * Segment names a dot path may never contain. Writing through them would reach an object's
+ * prototype (prototype pollution), and reading through them would expose engine internals, so
+ * they are refused outright rather than treated as ordinary keys.
+ */
+export const FORBIDDEN_PATH_SEGMENTS: ReadonlySet<string> = new Set(['__proto__', 'prototype', 'constructor']);
+
+// One segment: at least one non-dot character, and not one of the forbidden names. The
+// lookahead is anchored to the segment's end so `constructorName` or `__proto__x` stay allowed.
+const SEGMENT = '(?!(?:__proto__|prototype|constructor)(?:\\.|$))[^.]+';
+
+/**
+ * The JSON Schema `pattern` every dot-path field of a step carries: segments separated by single
+ * dots, none empty (no leading, trailing or doubled dot), none forbidden. It is plain ECMAScript
+ * syntax that is also valid under the `u` flag, so any JSON Schema validator accepts it.
+ */
+export const DOT_PATH_PATTERN = `^${SEGMENT}(?:\\.${SEGMENT})*$`;
+
+/** Longest accepted dot path, in characters. */
+export const DOT_PATH_MAX_LENGTH = 256;
+
+/**
+ * The schema of a dot-path field in a step definition. Enforcing the path rules here means a bad
+ * path is a 400 when the pipeline is created, not a dead-lettered event later.
+ */
+export function DotPath(description = 'Dot path into the event payload, e.g. `customer.email`.'): TString {
+  return Type.String({ minLength: 1, maxLength: DOT_PATH_MAX_LENGTH, pattern: DOT_PATH_PATTERN, description });
+}
+
+/** Thrown for a dot path that is syntactically invalid or names a forbidden segment. */
+export class DotPathError extends Error {
+  override readonly name = 'DotPathError';
+
+  constructor(
+    /** The offending path. */
+    readonly path: string,
+    reason: string,
+  ) {
+    super(`Invalid path ${JSON.stringify(path)}: ${reason}.`);
+  }
+}
+
+/**
+ * Splits a dot path into its segments. Throws {@link DotPathError} for an empty segment or a
+ * forbidden one: the helpers below are also reachable by plugins and by data written before a
+ * schema tightened, so they do not rely on the schema alone.
+ */
+export function parseDotPath(path: string): string[] {
+  const segments = path.split('.');
+  for (const segment of segments) {
+    if (segment === '') throw new DotPathError(path, 'empty segment');
+    if (FORBIDDEN_PATH_SEGMENTS.has(segment)) throw new DotPathError(path, `segment ${JSON.stringify(segment)} is not allowed`);
+  }
+  return segments;
+}
+
+// Only canonical indexes (`0`, `12`, never `01` or `-1`) address array elements, so that every
+// element has exactly one path.
+const INDEX = /^(?:0|[1-9][0-9]*)$/;
+
+function isObject(value: JsonValue | undefined): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** An own element or property of a container; inherited members (`toString`) do not count. */
+function child(container: JsonValue | undefined, segment: string): JsonValue | undefined {
+  if (Array.isArray(container)) return INDEX.test(segment) ? container[Number(segment)] : undefined;
+  if (isObject(container) && Object.hasOwn(container, segment)) return container[segment];
+  return undefined;
+}
+
+/**
+ * The value at `path`, or `undefined` when any segment is missing. Objects are entered by key and
+ * arrays by canonical index (`items.0.sku`). Returns the stored value itself, not a copy.
+ */
+export function getPath(root: JsonObject, path: string): JsonValue | undefined {
+  let current: JsonValue | undefined = root;
+  for (const segment of parseDotPath(path)) {
+    current = child(current, segment);
+    if (current === undefined) return undefined;
+  }
+  return current;
+}
+
+/**
+ * True when `path` leads to a value. A JSON `null` is a value here: the key is present, which is
+ * what a filter's `exists` asks.
+ */
+export function hasPath(root: JsonObject, path: string): boolean {
+  return getPath(root, path) !== undefined;
+}
+
+function describeType(value: JsonValue): string {
+  if (value === null) return 'null';
+  return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+}
+
+/**
+ * Sets the value at `path` in place, creating missing intermediate objects. Throws when the way
+ * is blocked by a value that is not a container (a string, a number, `null`) or by an array
+ * index outside the array: overwriting that value would silently destroy data, so the step fails
+ * and the event is dead-lettered instead. An array element may be replaced but not appended.
+ */
+export function setPath(root: JsonObject, path: string, value: JsonValue): void {
+  const segments = parseDotPath(path);
+  let container: JsonObject | JsonValue[] = root;
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i] as string;
+    const last = i === segments.length - 1;
+    if (Array.isArray(container)) {
+      if (!INDEX.test(segment) || Number(segment) >= container.length) {
+        throw new Error(`Cannot set ${JSON.stringify(path)}: ${JSON.stringify(segments.slice(0, i).join('.'))} is an array without an element ${JSON.stringify(segment)}.`);
+      }
+      const index = Number(segment);
+      if (last) {
+        container[index] = value;
+        return;
+      }
+      const next: JsonValue = container[index] as JsonValue;
+      if (!isObject(next) && !Array.isArray(next)) {
+        throw new Error(`Cannot set ${JSON.stringify(path)}: ${JSON.stringify(segments.slice(0, i + 1).join('.'))} is ${describeType(next)}.`);
+      }
+      container = next;
+      continue;
+    }
+    if (last) {
+      container[segment] = value;
+      return;
+    }
+    if (!Object.hasOwn(container, segment)) {
+      const created: JsonObject = {};
+      container[segment] = created;
+      container = created;
+      continue;
+    }
+    const next = container[segment] as JsonValue;
+    if (!isObject(next) && !Array.isArray(next)) {
+      throw new Error(`Cannot set ${JSON.stringify(path)}: ${JSON.stringify(segments.slice(0, i + 1).join('.'))} is ${describeType(next)}.`);
+    }
+    container = next;
+  }
+}
+
+/**
+ * Removes the value at `path` in place; returns whether something was removed. A missing path is
+ * not an error. An array element is spliced out, so later elements move up (as JSON Patch
+ * `remove` does) rather than leaving a hole that JSON cannot represent.
+ */
+export function deletePath(root: JsonObject, path: string): boolean {
+  const segments = parseDotPath(path);
+  const last = segments.pop() as string;
+  let container: JsonValue | undefined = root;
+  for (const segment of segments) {
+    container = child(container, segment);
+    if (container === undefined) return false;
+  }
+  if (Array.isArray(container)) {
+    if (!INDEX.test(last) || Number(last) >= container.length) return false;
+    container.splice(Number(last), 1);
+    return true;
+  }
+  if (isObject(container) && Object.hasOwn(container, last)) {
+    delete container[last];
+    return true;
+  }
+  return false;
+}

@@ -1,0 +1,48 @@
+import { createHash } from 'node:crypto';
+import { Type, type Static } from '@sinclair/typebox';
+import { defineTransform } from '../../plugin-api/index.js';
+import type { JsonValue } from '../../plugin-api/index.js';
+import { DotPath, getPath, setPath } from './dot-path.js';
+
+/** What `redact` writes in place of the value. */
+export const REDACTED = '***';
+
+/** Schema of a `mask` step. `method` defaults to `hash`. */
+export const MaskStepSchema = Type.Object(
+  {
+    type: Type.Literal('mask'),
+    path: DotPath('Dot path of the value to mask.'),
+    method: Type.Optional(Type.Union([Type.Literal('hash'), Type.Literal('redact')], { description: 'Defaults to `hash`.' })),
+  },
+  { additionalProperties: false },
+);
+
+/** A `mask` step definition. */
+export type MaskStep = Static<typeof MaskStepSchema>;
+
+/**
+ * The salted hash `mask` writes: hex SHA-256 of `salt + ':' + JSON.stringify(value)`. The salt is
+ * per pipeline, so equal values hash equally within a pipeline (joins and counts still work)
+ * while a hash cannot be matched against a precomputed table or across pipelines. The JSON form
+ * keeps `1` and `"1"` apart.
+ */
+export function maskHash(salt: string, value: JsonValue): string {
+  return createHash('sha256').update(`${salt}:${JSON.stringify(value)}`).digest('hex');
+}
+
+/**
+ * The `mask` step: replaces the value at `path` with its salted hash (`hash`, the default) or
+ * with `"***"` (`redact`). Any JSON value may be masked, objects included; a missing path is
+ * left alone, since there is nothing to hide.
+ */
+export const maskStep = defineTransform({
+  type: 'mask',
+  schema: MaskStepSchema,
+  apply(event, step, ctx) {
+    const value = getPath(event.payload, step.path);
+    if (value === undefined) return { ...event };
+    const payload = structuredClone(event.payload);
+    setPath(payload, step.path, step.method === 'redact' ? REDACTED : maskHash(ctx.salt, value));
+    return { ...event, payload };
+  },
+});

@@ -1,0 +1,36 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { defineTransform } from '../../plugin-api/index.js';
+import { DotPath, deletePath, getPath, setPath } from './dot-path.js';
+
+/** Schema of a `rename` step. */
+export const RenameStepSchema = Type.Object(
+  {
+    type: Type.Literal('rename'),
+    from: DotPath('Dot path of the value to move.'),
+    to: DotPath('Dot path to move it to; an existing value there is replaced.'),
+  },
+  { additionalProperties: false },
+);
+
+/** A `rename` step definition. */
+export type RenameStep = Static<typeof RenameStepSchema>;
+
+/**
+ * The `rename` step: moves the value at `from` to `to`, replacing what was there and creating
+ * missing intermediate objects. A missing `from` leaves the event unchanged, since sources often
+ * omit optional fields. Throws (dead-letter) when a non-object value blocks `to`.
+ */
+export const renameStep = defineTransform({
+  type: 'rename',
+  schema: RenameStepSchema,
+  apply(event, step) {
+    if (step.from === step.to || getPath(event.payload, step.from) === undefined) return { ...event };
+    const payload = structuredClone(event.payload);
+    // Read from the clone, so the moved value is not shared with the input event.
+    const value = getPath(payload, step.from);
+    if (value === undefined) return { ...event };
+    deletePath(payload, step.from);
+    setPath(payload, step.to, value);
+    return { ...event, payload };
+  },
+});
