@@ -1,12 +1,7 @@
 import { API_KEY_SCOPES, generateApiKey, hashApiKeySecret, parseApiKey, verifyApiKeySecret } from './api-key.js';
-import type { ApiKey, AuthContext, CreateApiKeyInput, CreatedApiKey, Page, PageParams } from '../common/index.js';
+import { type ApiKey, type AuthContext, type CreateApiKeyInput, type CreatedApiKey, type Page, type PageParams, FerryError, isFerryError, notFound, validationError, paginate, inputSchemas, assertSchema } from '../common/index.js';
 import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../engine/index.js';
-import { FerryError, isFerryError, notFound, validationError } from '../common/index.js';
-import { isUniqueViolation } from '../storage/index.js';
-import { paginate } from '../common/index.js';
-import { inputSchemas } from '../common/index.js';
-import type { ApiKeyRow } from '../storage/index.js';
-import { assertSchema } from '../common/index.js';
+import { isUniqueViolation, type ApiKeyRow } from '../storage/index.js';
 
 /** `last_used_at` is written at most this often per key, so authentication is not a write per request. */
 const LAST_USED_RESOLUTION_MS = 60_000;

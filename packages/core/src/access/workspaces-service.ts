@@ -1,6 +1,5 @@
-import type { Workspace } from '../common/index.js';
+import { type Workspace, notFound } from '../common/index.js';
 import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../engine/index.js';
-import { notFound } from '../common/index.js';
 
 /**
  * Workspaces: every resource and key belongs to exactly one, and nothing crosses between them.

@@ -1,8 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { afterEach, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../engine/index.js';
-import { defineConnector } from '../plugin-api/index.js';
-import { Secret } from '../plugin-api/index.js';
+import { defineConnector, Secret } from '../plugin-api/index.js';
 import { sqliteStorage } from '../storage/index.js';
 
 // A check's details are shown to whoever may check a connector: like its error message, they

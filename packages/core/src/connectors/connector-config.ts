@@ -1,11 +1,9 @@
 import { Value } from '@sinclair/typebox/value';
 import { connectorOutboundFor, URL_NOT_ALLOWED } from '../net/index.js';
 import type { EngineContext } from '../engine/index.js';
-import { FerryError, validationError } from '../common/index.js';
-import type { RegisteredConnector } from '../plugin-api/index.js';
-import type { JsonObject } from '../plugin-api/index.js';
+import { FerryError, validationError, schemaErrors } from '../common/index.js';
+import type { RegisteredConnector, JsonObject } from '../plugin-api/index.js';
 import type { ConnectorRow } from '../storage/index.js';
-import { schemaErrors } from '../common/index.js';
 
 /**
  * Checks a connector config: the schema first; the plugin's own rules (which fields a direction

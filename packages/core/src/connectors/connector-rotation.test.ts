@@ -1,14 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { PlatformEvent } from '../common/index.js';
-import { createEngine, engineContext, type Engine } from '../engine/index.js';
+import { type PlatformEvent, isFerryError } from '../common/index.js';
+import { createEngine, engineContext, type Engine, NO_ENGINE_HOOKS } from '../engine/index.js';
 import { recoverRotations } from './connector-rotation.js';
-import { NO_ENGINE_HOOKS } from '../engine/index.js';
 import { openConnector } from './opened-connector.js';
-import { isFerryError } from '../common/index.js';
-import { ConnectorError } from '../plugin-api/index.js';
-import { defineConnector } from '../plugin-api/index.js';
-import { Secret } from '../plugin-api/index.js';
+import { ConnectorError, defineConnector, Secret } from '../plugin-api/index.js';
 import { sqliteStorage } from '../storage/index.js';
 
 let gate: Promise<void> | undefined;

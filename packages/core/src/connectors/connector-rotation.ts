@@ -1,17 +1,10 @@
 import { Type } from '@sinclair/typebox';
-import type { Connector } from '../common/index.js';
-import { nowIso, transact, type EngineContext } from '../engine/index.js';
-import { FerryError, isFerryError, notFound, validationError, type FieldError } from '../common/index.js';
-import { joinSecrets, mergeConfig, splitSecrets } from '../plugin-api/index.js';
-import { ConnectorError } from '../plugin-api/index.js';
-import type { RegisteredConnector } from '../plugin-api/index.js';
-import { REDACTED } from '../plugin-api/index.js';
-import type { JsonObject } from '../plugin-api/index.js';
+import { type Connector, FerryError, isFerryError, notFound, validationError, type FieldError, assertSchema, pointerToken } from '../common/index.js';
+import { nowIso, transact, type EngineContext, type EngineHooks } from '../engine/index.js';
+import { joinSecrets, mergeConfig, splitSecrets, ConnectorError, type RegisteredConnector, REDACTED, type JsonObject } from '../plugin-api/index.js';
 import type { ConnectorRow } from '../storage/index.js';
-import { assertSchema, pointerToken } from '../common/index.js';
 import { generatedReadableSecret, validateConnectorConfig } from './connector-config.js';
 import type { ConnectorsService } from './connectors-service.js';
-import type { EngineHooks } from '../engine/index.js';
 import { connectorContext, openConnector, sealConnectorSecrets, unsealConnectorSecrets } from './opened-connector.js';
 
 /** Input of {@link ConnectorsService.rotate}. */

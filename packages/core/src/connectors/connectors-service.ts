@@ -1,17 +1,9 @@
-import type { CheckResult, JsonObject } from '../plugin-api/index.js';
-import type { Connector, CreateConnectorInput, Page, PageParams, UpdateConnectorInput } from '../common/index.js';
-import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../engine/index.js';
-import { FerryError, notFound, validationError } from '../common/index.js';
-import { paginate } from '../common/index.js';
-import { joinSecrets, mergeConfig, scrub, splitSecrets } from '../plugin-api/index.js';
-import type { RegisteredConnector } from '../plugin-api/index.js';
-import { REDACTED } from '../plugin-api/index.js';
-import { inputSchemas, readOnlyFields } from '../common/index.js';
+import { type CheckResult, type JsonObject, joinSecrets, mergeConfig, scrub, splitSecrets, type RegisteredConnector, REDACTED } from '../plugin-api/index.js';
+import { type Connector, type CreateConnectorInput, type Page, type PageParams, type UpdateConnectorInput, FerryError, notFound, validationError, paginate, inputSchemas, readOnlyFields, assertSchema, assertText, schemaErrors } from '../common/index.js';
+import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 import type { ConnectorRow } from '../storage/index.js';
-import { assertSchema, assertText, schemaErrors } from '../common/index.js';
 import { generatedReadableSecret, validateConnectorConfig } from './connector-config.js';
 import { rotateConnector, type ConnectorRotationResult, type RotateConnectorInput } from './connector-rotation.js';
-import { NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 import { connectorContext, openConnector, recordConnectorHealth, registeredConnector, sealConnectorSecrets, unsealConnectorSecrets } from './opened-connector.js';
 
 /** How long a connection check may take before it counts as failed. */

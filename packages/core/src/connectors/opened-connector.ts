@@ -1,11 +1,8 @@
 import { Value } from '@sinclair/typebox/value';
 import { connectorOutboundFor } from '../net/index.js';
-import type { Connector } from '../common/index.js';
+import { type Connector, FerryError, notFound } from '../common/index.js';
 import { nowIso, reader, transact, type EngineContext } from '../engine/index.js';
-import { FerryError, notFound } from '../common/index.js';
-import { joinSecrets, secretStrings, type SplitConfig } from '../plugin-api/index.js';
-import type { RegisteredConnector } from '../plugin-api/index.js';
-import type { ConnectorContext, JsonObject } from '../plugin-api/index.js';
+import { joinSecrets, secretStrings, type SplitConfig, type RegisteredConnector, type ConnectorContext, type JsonObject } from '../plugin-api/index.js';
 import type { ConnectorRow } from '../storage/index.js';
 
 /**

@@ -1,6 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { systemClock } from '../common/index.js';
-import { FerryError } from '../common/index.js';
+import { systemClock, FerryError } from '../common/index.js';
 import { webhookSecretBytes } from './webhook-secret.js';
 
 /** Default tolerance of `webhook-timestamp` against the receiver's clock (Standard Webhooks). */

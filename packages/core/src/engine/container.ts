@@ -2,14 +2,11 @@ import 'reflect-metadata';
 import { container as rootContainer, type DependencyContainer, type InjectionToken } from 'tsyringe';
 import type { EngineContext } from './engine-context.js';
 import type { EngineHooks } from './engine-hooks.js';
-import { ApiKeysService } from '../access/index.js';
+import { ApiKeysService, IdempotencyService, WorkspacesService } from '../access/index.js';
 import { ConnectorsService } from '../connectors/index.js';
-import { EventsService } from '../events/index.js';
-import { IdempotencyService } from '../access/index.js';
-import { IngestService } from '../events/index.js';
+import { EventsService, IngestService } from '../events/index.js';
 import { PipelinesService } from '../pipelines/index.js';
 import { WebhooksService } from '../webhooks/index.js';
-import { WorkspacesService } from '../access/index.js';
 
 /** Injection tokens of one engine's container. */
 export const TOKENS = {

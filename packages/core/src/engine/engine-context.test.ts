@@ -1,13 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { systemClock } from '../common/index.js';
-import type { PlatformEvent } from '../common/index.js';
+import { systemClock, type PlatformEvent, IdGenerator, silentLogger } from '../common/index.js';
 import { reader, transact, type EngineContext } from './engine-context.js';
-import { IdGenerator } from '../common/index.js';
-import { silentLogger } from '../common/index.js';
 import { PlatformEventBus } from './platform-event-bus.js';
-import { FerryStorage } from '../storage/index.js';
-import { sqliteStorage } from '../storage/index.js';
+import { FerryStorage, sqliteStorage } from '../storage/index.js';
 
 let storage: FerryStorage;
 let ctx: EngineContext;

@@ -1,15 +1,9 @@
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { EventLogFeed } from '../events/index.js';
-import type { Clock } from '../common/index.js';
+import { type Clock, type PlatformEvent, type PlatformEventType, FerryError, type IdGenerator, type Logger, type CursorCodec } from '../common/index.js';
 import type { SecretBox } from '../crypto/index.js';
-import type { PlatformEvent, PlatformEventType } from '../common/index.js';
-import { FerryError } from '../common/index.js';
-import type { IdGenerator } from '../common/index.js';
-import type { Logger } from '../common/index.js';
-import type { CursorCodec } from '../common/index.js';
 import type { PlatformEventBus } from './platform-event-bus.js';
-import type { JsonObject } from '../plugin-api/index.js';
-import type { PluginRegistry } from '../plugin-api/index.js';
+import type { JsonObject, PluginRegistry } from '../plugin-api/index.js';
 import type { FerryStorage, Repositories } from '../storage/index.js';
 
 /** Settings the services read, resolved from the engine options. */

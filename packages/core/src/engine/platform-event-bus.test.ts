@@ -1,6 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { PlatformEvent, PlatformEventType } from '../common/index.js';
-import type { Logger } from '../common/index.js';
+import type { PlatformEvent, PlatformEventType, Logger } from '../common/index.js';
 import { PlatformEventBus } from './platform-event-bus.js';
 
 function recordingLogger() {

@@ -1,7 +1,6 @@
 import { EventEmitter } from 'eventemitter3';
 import { Subject, type Observable } from 'rxjs';
-import type { PlatformEvent, PlatformEventType } from '../common/index.js';
-import type { Logger } from '../common/index.js';
+import type { PlatformEvent, PlatformEventType, Logger } from '../common/index.js';
 
 /** Listener of one platform event type. */
 export type PlatformEventListener<T extends PlatformEventType> = (event: PlatformEvent<T>) => void;

@@ -1,7 +1,6 @@
 import { encodeTime } from 'ulid';
-import type { ClockTimer } from '../common/index.js';
+import { type ClockTimer, ID_PREFIXES } from '../common/index.js';
 import type { EngineContext } from './engine-context.js';
-import { ID_PREFIXES } from '../common/index.js';
 
 /**
  * How long the engine keeps what accumulates, in ms; `null` keeps it for ever (the default of

@@ -1,11 +1,6 @@
-import type { EventRecord, EventStatus, ListEventsParams, Page } from '../common/index.js';
-import { nowIso, reader, transact, type EngineContext } from '../engine/index.js';
-import { FerryError, notFound, validationError, type FieldError } from '../common/index.js';
-import { paginate } from '../common/index.js';
-import { inputSchemas, TimestampSchema } from '../common/index.js';
+import { type EventRecord, type EventStatus, type ListEventsParams, type Page, FerryError, notFound, validationError, type FieldError, paginate, inputSchemas, TimestampSchema, assertSchema, assertText, compile } from '../common/index.js';
+import { nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 import type { EventRow } from '../storage/index.js';
-import { assertSchema, assertText, compile } from '../common/index.js';
-import { NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 
 const EVENT_STATUSES: readonly EventStatus[] = ['delivered', 'filtered', 'dead_lettered', 'replaying'];
 

@@ -1,11 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { generateWebhookSecret } from '../crypto/index.js';
-import { webhookHeaders } from '../crypto/index.js';
+import { generateWebhookSecret, webhookHeaders } from '../crypto/index.js';
 import { createEngine, engineContext, type Engine } from '../engine/index.js';
 import { isFerryError } from '../common/index.js';
-import { defineConnector } from '../plugin-api/index.js';
-import { Secret } from '../plugin-api/index.js';
+import { defineConnector, Secret } from '../plugin-api/index.js';
 import { sqliteStorage } from '../storage/index.js';
 
 const webhookType = defineConnector({

@@ -1,11 +1,9 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { verifyWebhook, WebhookVerificationError } from '../crypto/index.js';
-import { parseExactJson } from '../common/index.js';
+import { parseExactJson, FerryError, notFound, validationError, schemaErrors } from '../common/index.js';
 import { nowIso, reader, transact, type EngineContext } from '../engine/index.js';
-import { FerryError, notFound, validationError } from '../common/index.js';
 import type { JsonObject } from '../plugin-api/index.js';
 import type { InboxRow } from '../storage/index.js';
-import { schemaErrors } from '../common/index.js';
 import { openConnector } from '../connectors/index.js';
 import { normalizeTimestamp } from './events-service.js';
 

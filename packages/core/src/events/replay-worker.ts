@@ -1,13 +1,8 @@
 import { sleep } from '../common/index.js';
 import type { DeadLetterRow } from '../storage/index.js';
 import type { JsonObject } from '../plugin-api/index.js';
-import { backoffDelay } from '../queue/index.js';
-import { commitReplay } from '../pipelines/index.js';
-import { CoalescedPump } from '../queue/index.js';
-import { processItems, type WorkItem } from '../pipelines/index.js';
-import { FlowError } from '../pipelines/index.js';
-import { compileSteps, openConnections } from '../pipelines/index.js';
-import type { FlowDeps } from '../pipelines/index.js';
+import { backoffDelay, CoalescedPump } from '../queue/index.js';
+import { commitReplay, processItems, type WorkItem, FlowError, compileSteps, openConnections, type FlowDeps } from '../pipelines/index.js';
 
 /**
  * Replays dead-lettered events (`POST /v2/events/{id}/replay` and the bulk form) from the stage

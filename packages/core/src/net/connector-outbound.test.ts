@@ -6,8 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createConnectorOutbound, type ConnectorOutbound } from './connector-outbound.js';
 import { createEngine } from '../engine/index.js';
 import { isFerryError } from '../common/index.js';
-import { ConnectorError } from '../plugin-api/index.js';
-import { defineConnector } from '../plugin-api/index.js';
+import { ConnectorError, defineConnector } from '../plugin-api/index.js';
 import { sqliteStorage } from '../storage/index.js';
 
 /** A listener on 127.0.0.1 that counts connections and bytes, and answers HTTP 200 when asked to. */

@@ -1,14 +1,7 @@
-import { nowIso, transact, type EngineContext } from '../engine/index.js';
+import { nowIso, transact, type EngineContext, type Emit } from '../engine/index.js';
 import { FerryError } from '../common/index.js';
-import { isUniqueViolation } from '../storage/index.js';
+import { isUniqueViolation, fencedCheckpointStep, asEventUpsert, eventOutcomesStep, type DeadLetterRow, type EventRow, runCountsStep, type WriterOrder, type WriterStep, type PipelineRow, type Repositories } from '../storage/index.js';
 import type { Checkpoint } from '../plugin-api/index.js';
-import { fencedCheckpointStep } from '../storage/index.js';
-import { asEventUpsert, eventOutcomesStep, type DeadLetterRow, type EventRow } from '../storage/index.js';
-import { runCountsStep } from '../storage/index.js';
-import type { WriterOrder, WriterStep } from '../storage/index.js';
-import type { PipelineRow } from '../storage/index.js';
-import type { Repositories } from '../storage/index.js';
-import type { Emit } from '../engine/index.js';
 import type { ItemResult } from './event-processor.js';
 
 /** The counters one batch adds to its run. */

@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../common/index.js';
-import { ConnectorError } from '../plugin-api/index.js';
-import { PluginRegistry } from '../plugin-api/index.js';
-import type { Destination, DestinationEvent, WriteResult } from '../plugin-api/index.js';
+import { ConnectorError, PluginRegistry, type Destination, type DestinationEvent, type WriteResult } from '../plugin-api/index.js';
 import { builtinTransforms } from './transforms/index.js';
 import { processItems, type WorkItem } from './event-processor.js';
 import { FlowError } from './flow-error.js';

@@ -1,10 +1,8 @@
 import type { EngineContext } from '../engine/index.js';
 import { isFerryError } from '../common/index.js';
-import { scrub } from '../plugin-api/index.js';
-import type { ConnectorHealth, ConnectorInbox, Destination, Source } from '../plugin-api/index.js';
+import { scrub, type ConnectorHealth, type ConnectorInbox, type Destination, type Source } from '../plugin-api/index.js';
 import { connectorContext, openConnector, recordConnectorHealth, type OpenedConnector } from '../connectors/index.js';
-import type { ConnectorRow } from '../storage/index.js';
-import type { PipelineRow } from '../storage/index.js';
+import type { ConnectorRow, PipelineRow } from '../storage/index.js';
 import { FlowError, toFlowError } from './flow-error.js';
 import { TransformChain, UnknownStepError } from './transform-chain.js';
 

@@ -1,8 +1,7 @@
 import type { ClockTimer } from '../common/index.js';
 import { nowIso, transact, type EngineContext } from '../engine/index.js';
 import { finishPipelineDeletion } from './pipelines-service.js';
-import type { Repositories } from '../storage/index.js';
-import type { PipelineRow } from '../storage/index.js';
+import type { Repositories, PipelineRow } from '../storage/index.js';
 import { pipelineLeaseName } from '../queue/index.js';
 import { releasePipelineSource } from './source-release.js';
 import type { FlowDeps } from './pipeline-flow.js';

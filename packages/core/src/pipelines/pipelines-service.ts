@@ -1,17 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { CreatePipelineInput, Page, PageParams, Pipeline, PipelineState, Run, UpdatePipelineInput } from '../common/index.js';
-import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../engine/index.js';
-import { FerryError, notFound, validationError, type FieldError } from '../common/index.js';
-import { paginate } from '../common/index.js';
+import { type CreatePipelineInput, type Page, type PageParams, type Pipeline, type PipelineState, type Run, type UpdatePipelineInput, FerryError, notFound, validationError, type FieldError, paginate, inputSchemas, readOnlyFields, assertText, schemaErrors } from '../common/index.js';
+import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 import { assertSchedule } from './cron-schedule.js';
-import { inputSchemas, readOnlyFields } from '../common/index.js';
-import type { Repositories } from '../storage/index.js';
-import { isUniqueViolation } from '../storage/index.js';
-import type { PipelineRow } from '../storage/index.js';
-import type { NewRun, RunRow } from '../storage/index.js';
-import { assertText, schemaErrors } from '../common/index.js';
+import { type Repositories, isUniqueViolation, type PipelineRow, type NewRun, type RunRow } from '../storage/index.js';
 import type { TSchema } from '@sinclair/typebox';
-import { NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 
 /** The result of deleting a pipeline: gone at once, or `deleting` until in-flight runs finish. */
 export type DeletePipelineResult = { status: 'deleted' } | { status: 'deleting'; pipeline: Pipeline };

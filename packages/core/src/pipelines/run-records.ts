@@ -1,6 +1,5 @@
 import { nowIso, transact, type EngineContext } from '../engine/index.js';
-import type { PipelineRow } from '../storage/index.js';
-import type { RunRow } from '../storage/index.js';
+import type { PipelineRow, RunRow } from '../storage/index.js';
 import type { FailureReason } from './flow-error.js';
 
 /** How a run ends. */

@@ -1,6 +1,5 @@
 import { transact, type EngineContext } from '../engine/index.js';
-import { scrub } from '../plugin-api/index.js';
-import { ConnectorError } from '../plugin-api/index.js';
+import { scrub, ConnectorError } from '../plugin-api/index.js';
 import { connectorContext, openConnector, type OpenedConnector } from '../connectors/index.js';
 import type { PipelineRow } from '../storage/index.js';
 import { connectorInbox } from './pipeline-connections.js';

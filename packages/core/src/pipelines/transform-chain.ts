@@ -1,6 +1,5 @@
 import type { TransformStep } from '../common/index.js';
-import type { PluginRegistry } from '../plugin-api/index.js';
-import type { AnyTransformDefinition, TransformContext, TransformEvent } from '../plugin-api/index.js';
+import type { PluginRegistry, AnyTransformDefinition, TransformContext, TransformEvent } from '../plugin-api/index.js';
 
 /** Where an event ended up after the steps. */
 export type StepsOutcome =

@@ -1,7 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { systemClock } from '../common/index.js';
-import { silentLogger } from '../common/index.js';
+import { systemClock, silentLogger } from '../common/index.js';
 import { createConnectorOutbound } from '../net/index.js';
 import { secretPaths } from './config-secrets.js';
 import { ConnectorError } from './connector-error.js';

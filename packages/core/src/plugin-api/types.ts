@@ -1,7 +1,6 @@
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
-import type { Clock } from '../common/index.js';
+import type { Clock, Logger } from '../common/index.js';
 import type { ConnectorOutbound } from '../net/index.js';
-import type { Logger } from '../common/index.js';
 import type { ConnectorError } from './connector-error.js';
 
 /** Any JSON value; checkpoints and payloads are JSON. */

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { affected, type Db } from '../storage/index.js';
-import type { StorageDialect } from '../storage/index.js';
+import { affected, type Db, type StorageDialect } from '../storage/index.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

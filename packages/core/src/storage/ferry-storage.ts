@@ -1,6 +1,5 @@
 import knexFactory, { type Knex } from 'knex';
-import { FerryError } from '../common/index.js';
-import { silentLogger, type Logger } from '../common/index.js';
+import { FerryError, silentLogger, type Logger } from '../common/index.js';
 import { migrationSource, MIGRATIONS_TABLE } from './migrations/index.js';
 import { ApiKeysRepo } from './repositories/api-keys-repo.js';
 import { CheckpointsRepo } from './repositories/checkpoints-repo.js';

@@ -1,13 +1,10 @@
-import type { ClockTimer } from '../common/index.js';
+import type { ClockTimer, DeliveryStatus } from '../common/index.js';
 import { webhookHeaders } from '../crypto/index.js';
 import type { EngineContext } from '../engine/index.js';
 import type { OutboundClient, OutboundResult } from '../net/index.js';
 import { CoalescedPump } from '../queue/index.js';
 import { openSigningSecrets, type SigningSecrets } from './webhooks-service.js';
-import type { Repositories } from '../storage/index.js';
-import type { DeliveryStatus } from '../common/index.js';
-import type { AttemptOutcome, DeliveryAttemptRow, DeliveryRow } from '../storage/index.js';
-import type { WebhookRow } from '../storage/index.js';
+import type { Repositories, AttemptOutcome, DeliveryAttemptRow, DeliveryRow, WebhookRow } from '../storage/index.js';
 import type { DeliveryOptions } from './delivery-options.js';
 import { nextAttemptAt, parseRetryAfter } from './delivery-schedule.js';
 

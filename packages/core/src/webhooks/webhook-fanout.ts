@@ -1,7 +1,6 @@
 import { nowIso, type EngineContext } from '../engine/index.js';
 import type { PlatformEvent } from '../common/index.js';
-import type { DeliveryRow } from '../storage/index.js';
-import type { WebhookRow } from '../storage/index.js';
+import type { DeliveryRow, WebhookRow } from '../storage/index.js';
 
 /**
  * The body POSTed for a platform event (spec 2.5): identical on every attempt and redelivery, so

@@ -1,28 +1,9 @@
-import type { SecretBox } from '../crypto/index.js';
-import { generateWebhookSecret, webhookSecretBytes } from '../crypto/index.js';
-import {
-  PLATFORM_EVENT_TYPES,
-  type CreateWebhookInput,
-  type Delivery,
-  type DeliveryStatus,
-  type DeliveryWithAttempts,
-  type Page,
-  type PageParams,
-  type RotateWebhookSecretInput,
-  type UpdateWebhookInput,
-  type WebhookSubscription,
-  type WebhookSubscriptionWithSecret,
-} from '../common/index.js';
-import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../engine/index.js';
-import { FerryError, notFound, validationError } from '../common/index.js';
+import { type SecretBox, generateWebhookSecret, webhookSecretBytes } from '../crypto/index.js';
+import { PLATFORM_EVENT_TYPES, type CreateWebhookInput, type Delivery, type DeliveryStatus, type DeliveryWithAttempts, type Page, type PageParams, type RotateWebhookSecretInput, type UpdateWebhookInput, type WebhookSubscription, type WebhookSubscriptionWithSecret, FerryError, notFound, validationError, paginate, inputSchemas, readOnlyFields, assertSchema } from '../common/index.js';
+import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 import { assertUrlAllowed } from '../net/index.js';
-import { paginate } from '../common/index.js';
-import { inputSchemas, readOnlyFields } from '../common/index.js';
-import type { DeliveryRow } from '../storage/index.js';
-import type { WebhookRow } from '../storage/index.js';
-import { assertSchema } from '../common/index.js';
+import type { DeliveryRow, WebhookRow } from '../storage/index.js';
 import { normalizeTimestamp } from '../events/index.js';
-import { NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 
 /** How many old secrets keep signing after rotations. */
 export const MAX_PREVIOUS_SECRETS = 5;

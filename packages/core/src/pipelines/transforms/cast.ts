@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { defineTransform } from '../../plugin-api/index.js';
-import type { JsonValue } from '../../plugin-api/index.js';
+import { defineTransform, type JsonValue } from '../../plugin-api/index.js';
 import { DotPath, getPath, setPath } from './dot-path.js';
 
 /** The target types of the `cast` step. */

@@ -1,7 +1,6 @@
 import { RE2JS } from 're2js';
 import { Type, type Static } from '@sinclair/typebox';
-import { defineTransform } from '../../plugin-api/index.js';
-import type { JsonValue } from '../../plugin-api/index.js';
+import { defineTransform, type JsonValue } from '../../plugin-api/index.js';
 import { DotPath, getPath } from './dot-path.js';
 
 /** The comparison operators of the `filter` step. */

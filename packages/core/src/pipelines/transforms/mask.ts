@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
-import { defineTransform } from '../../plugin-api/index.js';
-import type { JsonValue } from '../../plugin-api/index.js';
+import { defineTransform, type JsonValue } from '../../plugin-api/index.js';
 import { DotPath, getPath, setPath } from './dot-path.js';
 
 /** What `redact` writes in place of the value. */

@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { defineTransform } from '../../plugin-api/index.js';
-import type { JsonObject } from '../../plugin-api/index.js';
+import { defineTransform, type JsonObject } from '../../plugin-api/index.js';
 import { DOT_PATH_MAX_LENGTH, DOT_PATH_PATTERN, getPath } from './dot-path.js';
 
 /** Longest event type `retype` may produce, once its placeholders are filled. */

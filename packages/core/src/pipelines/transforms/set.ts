@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { defineTransform } from '../../plugin-api/index.js';
-import type { JsonValue } from '../../plugin-api/index.js';
+import { defineTransform, type JsonValue } from '../../plugin-api/index.js';
 import { DotPath, setPath } from './dot-path.js';
 
 /** Schema of a `set` step. `value` is required and may be any JSON value, `null` included. */
