@@ -1,25 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { defer, EMPTY, expand, filter, map, Observable, type Observer } from 'rxjs';
-import { sleep } from '../common/index.js';
+import { sleep, isFerryError } from '../common/index.js';
 import type { EngineContext } from '../engine/index.js';
-import { isFerryError } from '../common/index.js';
-import type { Checkpoint, JsonObject, PullSource, PushSource, SourceBatch, SourceRecord, TransformEvent } from '../plugin-api/index.js';
-import type { PipelineRow } from '../storage/index.js';
-import type { WriterOrder } from '../storage/index.js';
+import type { Checkpoint, PullSource, PushSource, SourceBatch } from '../plugin-api/index.js';
+import type { PipelineRow, WriterOrder } from '../storage/index.js';
 import { backoffDelay, MAX_BACKOFF_ATTEMPT } from '../queue/index.js';
-import { commitBatch, countResults, prepareBatch, type BatchCounts, type Fence, type PreparedBatch } from './batch-commit.js';
-import { deriveEventId } from '../events/index.js';
-import { processItems, type ItemResult, type WorkItem } from './event-processor.js';
+import { commitBatch, countResults, prepareBatch, type Fence, type PreparedBatch } from './batch-commit.js';
+import { processItems, type ItemResult } from './event-processor.js';
+import { toWorkItems } from './source-records.js';
 import { FlowError, toFlowError } from './flow-error.js';
 import { compileSteps, connectorsVersion, HealthReporter, openConnections, type PipelineConnections } from './pipeline-connections.js';
 import type { TransformChain } from './transform-chain.js';
 import type { RuntimeOptions } from './runtime-options.js';
-
-/** One committed batch. */
-export interface BatchOutcome {
-  counts: BatchCounts;
-  checkpoint: Checkpoint;
-}
 
 /** Why a flow ended without an error. */
 export type FlowEnd =
@@ -62,12 +53,13 @@ class Stop extends Error {}
  * transform steps to the destination, each batch's event-log rows and checkpoint committed in
  * one transaction after the destination acknowledged it.
  *
- * {@link batches$} is an Observable of committed batches. Backpressure both ways: a pull source
- * is read one batch ahead of the destination (an `expand` loop whose next step is subscribed
- * only when the previous one emitted; each step starts the next read), while the batch before
- * commits; a push source's handler resolves only after its batch committed, which is what lets
- * it take more (a source may hand over one more batch meanwhile, written while the one before
- * commits). At most three batches are in memory, plus what a push source holds itself.
+ * The flow is plain async code, one batch after another: {@link run} resolves with how the flow
+ * ended. (The engine's streams, `platformEvents$`, `events$` and `runs$`, are fed by what the
+ * flow commits; none drives it.) Backpressure both ways: a pull source is read in a loop, one
+ * batch ahead of the destination, while the batch before commits; a push source's handler
+ * resolves only after its batch committed, which is what lets it take more (a source may hand
+ * over one more batch meanwhile, written while the one before commits). At most three batches
+ * are in memory, plus what a push source holds itself.
  *
  * Stopping is graceful: {@link stop} lets the batch in flight commit, cuts short any backoff
  * wait, and ends the flow with `stopped`.
@@ -93,7 +85,7 @@ export class PipelineFlow {
   /** The read of the next batch, started while the current one is written (pull sources). */
   private ahead: { reader: PullSource; from: string; max: number; promise: Promise<SourceBatch> } | undefined;
   /** The commit of the last batch written, while it runs. */
-  private pending: Promise<BatchOutcome> | undefined;
+  private pending: Promise<void> | undefined;
   private health: HealthReporter;
   /**
    * Failures in a row, per lane: the batch being prepared (`fore`) and the commit running behind
@@ -109,7 +101,7 @@ export class PipelineFlow {
   private commitFailed: unknown;
   /** This flow's chain of commits on the SQLite writer thread (see {@link writerOrder}). */
   private readonly commitChain = { id: newChainId(''), next: 0, onThread: false };
-  /** How the flow ended; set when the Observable completes. */
+  /** How the flow ends: set along the way, final once {@link run} resolved. */
   end: FlowEnd = 'stopped';
 
   constructor(
@@ -143,38 +135,32 @@ export class PipelineFlow {
     this.hard.abort(new Stop('lease lost'));
   }
 
-  /** Committed batches, until the flow ends (see {@link FlowEnd}) or fails with a {@link FlowError}. */
-  batches$(): Observable<BatchOutcome> {
-    return new Observable<BatchOutcome>((subscriber) => {
-      let inner: { unsubscribe(): void } | undefined;
-      const run = async () => {
-        if (!(await this.refresh())) return this.finish(subscriber, 'inactive');
+  /**
+   * Moves batches until the flow ends, and resolves with how it ended (see {@link FlowEnd}), its
+   * connectors closed and its last commit settled. Rejects with a {@link FlowError} when a run's
+   * failure outlasts its retry budget; a continuous flow retries for as long as it takes.
+   */
+  async run(): Promise<FlowEnd> {
+    let end: FlowEnd;
+    try {
+      if (!(await this.refresh())) {
+        end = 'inactive';
+      } else {
         this.checkpoint = await this.deps.ctx.storage.repos.checkpoints.get(this.spec.pipelineId);
         this.position = this.checkpoint;
-        const source$ = 'read' in this.conns!.reader! ? this.pull$() : this.push$();
-        inner = source$.subscribe({
-          next: (outcome) => subscriber.next(outcome),
-          error: (error: unknown) => this.fail(subscriber, error),
-          complete: () => this.finish(subscriber, this.end),
-        });
-      };
-      run().catch((error: unknown) => this.fail(subscriber, error));
-      return () => {
-        inner?.unsubscribe();
-        this.stop();
-      };
-    });
-  }
-
-  private finish(subscriber: Observer<BatchOutcome>, end: FlowEnd): void {
+        end = 'read' in this.conns!.reader! ? await this.pullLoop() : await this.consumePush();
+      }
+    } catch (error) {
+      if (error instanceof Stop) end = this.end === 'inactive' ? 'inactive' : 'stopped';
+      else if (this.stopper.signal.aborted && !(error instanceof FlowError)) end = 'stopped';
+      else {
+        await this.close();
+        throw error;
+      }
+    }
     this.end = end;
-    void this.close().then(() => subscriber.complete());
-  }
-
-  private fail(subscriber: Observer<BatchOutcome>, error: unknown): void {
-    if (error instanceof Stop) return this.finish(subscriber, this.end === 'inactive' ? 'inactive' : 'stopped');
-    if (this.stopper.signal.aborted && !(error instanceof FlowError)) return this.finish(subscriber, 'stopped');
-    void this.close().then(() => subscriber.error(error));
+    await this.close();
+    return end;
   }
 
   private async close(): Promise<void> {
@@ -226,25 +212,22 @@ export class PipelineFlow {
     return !this.stopper.signal.aborted;
   }
 
-  private pull$(): Observable<BatchOutcome> {
-    const step$ = () => defer(() => this.pullOnce());
-    return step$().pipe(
-      expand((step) => (step.done ? EMPTY : step$())),
-      filter((step): step is { done: boolean; outcome: BatchOutcome } => step.outcome !== undefined),
-      map((step) => step.outcome),
-    );
+  /** A pull source, read batch after batch until the flow ends. */
+  private async pullLoop(): Promise<FlowEnd> {
+    while (await this.pullOnce());
+    return this.end;
   }
 
   /**
    * One step of a pull source: take the batch after the last one the destination took (read
    * ahead during the previous step, or read now), start reading the one after it, take the
    * batch through the steps and the destination, and hand its commit over to run while the next
-   * step goes on. Commits run one at a time and in order; the step returns the previous batch's
-   * commit, so at most one written batch waits for its commit and one is read ahead (three
-   * batches in memory). The source, the destination and the storage each work while the engine
-   * prepares another batch.
+   * step goes on. Commits run one at a time and in order; the step waits for the previous
+   * batch's commit, so at most one written batch waits for its commit and one is read ahead
+   * (three batches in memory). The source, the destination and the storage each work while the
+   * engine prepares another batch. False when the flow ends (with {@link end} set).
    */
-  private async pullOnce(): Promise<{ done: boolean; outcome?: BatchOutcome }> {
+  private async pullOnce(): Promise<boolean> {
     // Let timers and I/O run between batches. On SQLite every query settles at once, so a backlog
     // would otherwise go from batch to batch in promise continuations alone, starving the lease's
     // heartbeat (the lease expires, the stream restarts and sends a batch twice) and any HTTP
@@ -252,9 +235,9 @@ export class PipelineFlow {
     await new Promise<void>((resolve) => setImmediate(resolve));
     if (!(await this.refresh())) {
       // What the destination already took is committed before the flow ends: nothing is sent twice.
-      const outcome = await this.flush();
+      await this.flush();
       this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
-      return { done: true, outcome };
+      return false;
     }
     const current = this.conns!.reader as PullSource;
     const from = this.position;
@@ -267,27 +250,27 @@ export class PipelineFlow {
     });
     if (batch.records.length > 0) this.readAhead(current, batch.checkpoint);
     if (batch.records.length === 0) {
-      let outcome = await this.flush();
+      await this.flush();
       // Caught up. A source may still move its position (past an empty object, say): keep it.
       const moved = JSON.stringify(batch.checkpoint ?? null) !== JSON.stringify(from ?? null);
       if (moved) {
-        outcome = await this.commit(prepareBatch(this.deps.ctx, this.row, []), batch.checkpoint, 0);
+        await this.commit(prepareBatch(this.deps.ctx, this.row, []), batch.checkpoint, 0);
         this.position = batch.checkpoint;
       }
       await this.progressed();
       if (this.spec.mode === 'until_caught_up') {
         this.end = 'caught_up';
-        return { done: true, outcome };
+        return false;
       }
       try {
         await sleep(this.deps.ctx.clock, this.row.flush_interval_ms, AbortSignal.any([this.stopper.signal, this.wake.signal]));
       } catch {
         if (this.stopper.signal.aborted) {
           this.end = 'stopped';
-          return { done: true, outcome };
+          return false;
         }
       }
-      return { done: false, outcome };
+      return true;
     }
     const row = this.row;
     const prepared = prepareBatch(this.deps.ctx, row, await this.process(batch));
@@ -300,7 +283,8 @@ export class PipelineFlow {
     });
     this.pending = commit;
     this.position = batch.checkpoint;
-    return { done: false, outcome: previous ? await previous : undefined };
+    if (previous) await previous;
+    return true;
   }
 
   /**
@@ -323,137 +307,129 @@ export class PipelineFlow {
     return ahead.promise;
   }
 
-  /** Waits for the commit in flight, if any, and returns its outcome. */
-  private async flush(): Promise<BatchOutcome | undefined> {
+  /** Waits for the commit in flight, if any. */
+  private async flush(): Promise<void> {
     const pending = this.pending;
-    if (!pending) return undefined;
+    if (!pending) return;
     try {
-      return await pending;
+      await pending;
     } finally {
       if (this.pending === pending) this.pending = undefined;
     }
   }
 
-  private push$(): Observable<BatchOutcome> {
-    return new Observable<BatchOutcome>((subscriber) => {
-      const consuming = new AbortController();
-      const onStop = () => consuming.abort(new Stop('stopped'));
-      this.stopper.signal.addEventListener('abort', onStop, { once: true });
-      // An idle push source calls no handler: a pause or a deletion must still end the consumption.
-      this.onPoke = () => {
-        void this.deps.ctx.storage.repos.pipelines.getAnyWorkspace(this.spec.pipelineId).then(
-          (row) => {
-            if (row && row.state === 'active') return;
-            if (this.end !== 'caught_up') this.end = 'inactive';
-            consuming.abort(new Stop('inactive'));
-          },
-          () => undefined,
-        );
-      };
-      // A run of a scheduled pipeline ends once the source has been quiet for a flush interval.
-      let idle: { cancel(): void } | undefined;
-      const armIdle = () => {
-        idle?.cancel();
-        if (this.spec.mode !== 'until_caught_up') return;
-        idle = this.deps.ctx.clock.setTimeout(() => {
-          this.end = 'caught_up';
-          consuming.abort(new Stop('caught up'));
-        }, this.row.flush_interval_ms);
-      };
-      // Batches go through the steps and the destination one at a time, in the order the source
-      // handed them over, and commit one at a time in that order: a source that hands over the
-      // next batch before the last one's handler resolved (see `PushSource`) has it written while
-      // the last one commits.
-      /** The last batch handed over, up to its destination's acknowledgement: the next one waits for it. */
-      let written: Promise<unknown> = Promise.resolve();
-      /** Batches handed over and not committed yet: the idle timer runs only when there is none. */
-      let inFlight = 0;
-      const handler = (batch: SourceBatch): Promise<void> => {
-        idle?.cancel();
-        inFlight++;
-        const prepared = written.then(async () => {
-          if (!(await this.refresh(false))) {
-            this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
-            consuming.abort(new Stop('inactive'));
-            throw new Stop('inactive');
-          }
-          const row = this.row;
-          return { row, batch: prepareBatch(this.deps.ctx, row, await this.process(batch)) };
-        });
-        // A batch that did not reach the destination stops the ones handed over after it.
-        written = prepared;
-        prepared.catch(() => undefined);
-        // This commit starts only after the previous one succeeded, and not at all if it failed.
-        const previous = this.pending;
-        const commit = prepared.then((p) => this.commit(p.batch, batch.checkpoint, batch.records.length, p.row, this.back, previous));
-        this.pending = commit;
-        commit.catch((error: unknown) => {
-          this.commitFailed = error instanceof Stop || error instanceof FlowError ? error : new Stop('commit failed');
-        });
-        return commit.then(
-          (outcome) => {
-            inFlight--;
-            subscriber.next(outcome);
-            // The connectors changed: end this consumption after the committed batch and start again with them.
-            if (this.reopenNeeded) restart.abort(new Stop('reopen'));
-            if (inFlight === 0) armIdle();
-          },
-          (error: unknown) => {
-            inFlight--;
-            throw error;
-          },
-        );
-      };
-      let restart = new AbortController();
-      const consume = async () => {
-        for (;;) {
-          armIdle();
-          if (this.reopenNeeded) {
-            this.reopenNeeded = false;
-            this.dirty = true;
-            if (!(await this.refresh())) {
-              if (this.end !== 'caught_up') this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
-              return;
-            }
-          }
-          // A consumption that ended with a batch still committing starts again after it.
-          await this.pending?.catch(() => undefined);
-          restart = new AbortController();
-          const reader = this.conns!.reader as PushSource;
-          const woken = this.wake.signal;
-          try {
-            await reader.consume(this.checkpoint, handler, AbortSignal.any([consuming.signal, restart.signal]));
-            if (consuming.signal.aborted || !restart.signal.aborted) return;
-          } catch (error) {
-            if (consuming.signal.aborted) return;
-            if (restart.signal.aborted) continue;
-            if (error instanceof Stop) return;
-            // The source itself broke (its connection dropped): count it and start it again from the checkpoint.
-            await this.failure('source', error, this.fore, woken);
-          }
+  /**
+   * A push source, consumed until the flow ends. Batches go through the steps and the
+   * destination one at a time, in the order the source handed them over, and commit one at a
+   * time in that order: a source that hands over the next batch before the last one's handler
+   * resolved (see `PushSource`) has it written while the last one commits. A consumption is
+   * started again from the last checkpoint when the source breaks or its connectors change.
+   */
+  private async consumePush(): Promise<FlowEnd> {
+    const consuming = new AbortController();
+    const onStop = () => consuming.abort(new Stop('stopped'));
+    this.stopper.signal.addEventListener('abort', onStop, { once: true });
+    // An idle push source calls no handler: a pause or a deletion must still end the consumption.
+    this.onPoke = () => {
+      void this.deps.ctx.storage.repos.pipelines.getAnyWorkspace(this.spec.pipelineId).then(
+        (row) => {
+          if (row && row.state === 'active') return;
+          if (this.end !== 'caught_up') this.end = 'inactive';
+          consuming.abort(new Stop('inactive'));
+        },
+        () => undefined,
+      );
+    };
+    // A run of a scheduled pipeline ends once the source has been quiet for a flush interval.
+    let idle: { cancel(): void } | undefined;
+    const armIdle = () => {
+      idle?.cancel();
+      if (this.spec.mode !== 'until_caught_up') return;
+      idle = this.deps.ctx.clock.setTimeout(() => {
+        this.end = 'caught_up';
+        consuming.abort(new Stop('caught up'));
+      }, this.row.flush_interval_ms);
+    };
+    /** Aborted to end one consumption and start the next (the connectors changed). */
+    let restart = new AbortController();
+    /** The last batch handed over, up to its destination's acknowledgement: the next one waits for it. */
+    let written: Promise<unknown> = Promise.resolve();
+    /** Batches handed over and not committed yet: the idle timer runs only when there is none. */
+    let inFlight = 0;
+    const handler = (batch: SourceBatch): Promise<void> => {
+      idle?.cancel();
+      inFlight++;
+      const prepared = written.then(async () => {
+        if (!(await this.refresh(false))) {
+          this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
+          consuming.abort(new Stop('inactive'));
+          throw new Stop('inactive');
         }
-      };
-      consume().then(
+        const row = this.row;
+        return { row, batch: prepareBatch(this.deps.ctx, row, await this.process(batch)) };
+      });
+      // A batch that did not reach the destination stops the ones handed over after it.
+      written = prepared;
+      prepared.catch(() => undefined);
+      // This commit starts only after the previous one succeeded, and not at all if it failed.
+      const previous = this.pending;
+      const commit = prepared.then((p) => this.commit(p.batch, batch.checkpoint, batch.records.length, p.row, this.back, previous));
+      this.pending = commit;
+      commit.catch((error: unknown) => {
+        this.commitFailed = error instanceof Stop || error instanceof FlowError ? error : new Stop('commit failed');
+      });
+      return commit.then(
         () => {
-          this.onPoke = undefined;
-          idle?.cancel();
-          this.stopper.signal.removeEventListener('abort', onStop);
-          if (this.end !== 'caught_up' && this.end !== 'inactive') this.end = 'stopped';
-          subscriber.complete();
+          inFlight--;
+          // The connectors changed: end this consumption after the committed batch and start again with them.
+          if (this.reopenNeeded) restart.abort(new Stop('reopen'));
+          if (inFlight === 0) armIdle();
         },
         (error: unknown) => {
-          this.onPoke = undefined;
-          idle?.cancel();
-          subscriber.error(error);
+          inFlight--;
+          throw error;
         },
       );
-      return () => consuming.abort(new Stop('unsubscribed'));
-    });
+    };
+    try {
+      for (;;) {
+        armIdle();
+        if (this.reopenNeeded) {
+          this.reopenNeeded = false;
+          this.dirty = true;
+          if (!(await this.refresh())) {
+            if (this.end !== 'caught_up') this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
+            break;
+          }
+        }
+        // A consumption that ended with a batch still committing starts again after it.
+        await this.pending?.catch(() => undefined);
+        restart = new AbortController();
+        const reader = this.conns!.reader as PushSource;
+        const woken = this.wake.signal;
+        try {
+          await reader.consume(this.checkpoint, handler, AbortSignal.any([consuming.signal, restart.signal]));
+          if (consuming.signal.aborted || !restart.signal.aborted) break;
+        } catch (error) {
+          if (consuming.signal.aborted) break;
+          if (restart.signal.aborted) continue;
+          if (error instanceof Stop) break;
+          // The source itself broke (its connection dropped): count it and start it again from the checkpoint.
+          await this.failure('source', error, this.fore, woken);
+        }
+      }
+    } finally {
+      this.onPoke = undefined;
+      idle?.cancel();
+      this.stopper.signal.removeEventListener('abort', onStop);
+    }
+    if (this.end !== 'caught_up' && this.end !== 'inactive') this.end = 'stopped';
+    return this.end;
   }
 
   /** Takes one source batch through the steps and the destination (not committed yet). */
   private async process(batch: SourceBatch): Promise<ItemResult[]> {
-    const items = this.toItems(batch.records);
+    const items = toWorkItems(this.row.id, batch.records, this.deps.ctx.clock.now());
     const conns = this.conns!;
     const results = await this.retrying('destination', () =>
       processItems(
@@ -482,7 +458,7 @@ export class PipelineFlow {
    * this flow's chain (see `WriterOrder`): the thread runs it right after the one before,
    * without waiting for the event loop to hear of that one.
    */
-  private async commit(batch: PreparedBatch, checkpoint: Checkpoint, read: number, row: PipelineRow = this.row, lane: Lane = this.fore, previous?: Promise<unknown>): Promise<BatchOutcome> {
+  private async commit(batch: PreparedBatch, checkpoint: Checkpoint, read: number, row: PipelineRow = this.row, lane: Lane = this.fore, previous?: Promise<unknown>): Promise<void> {
     const counts = countResults(read, batch.results);
     const order = this.writerOrder(batch, previous);
     // Sent ahead only behind a batch on the same chain; anything else waits for the one before.
@@ -496,7 +472,6 @@ export class PipelineFlow {
     if (previous) await previous;
     this.checkpoint = checkpoint;
     await this.progressed(lane);
-    return { counts, checkpoint };
   }
 
   /**
@@ -525,32 +500,6 @@ export class PipelineFlow {
     this.commitChain.id = newChainId(this.spec.pipelineId);
     this.commitChain.next = 1;
     return { chain: this.commitChain.id, seq: 0, after: Promise.resolve() };
-  }
-
-  private toItems(records: readonly SourceRecord[]): WorkItem[] {
-    // A record without a time of its own (or with an invalid one) happened when it was read.
-    const readAt = new Date(this.deps.ctx.clock.now()).toISOString();
-    const items: WorkItem[] = new Array(records.length);
-    // Records of one transaction or one file share their time: it is parsed once for a run of them.
-    let lastTime: SourceRecord['occurredAt'];
-    let lastOwn: { iso: string; ms: number } | undefined;
-    for (let i = 0; i < records.length; i++) {
-      const r = records[i]!;
-      if (i === 0 || r.occurredAt !== lastTime || typeof lastTime !== 'string') {
-        lastTime = r.occurredAt;
-        lastOwn = recordTime(lastTime);
-      }
-      const own = lastOwn;
-      const event: TransformEvent = {
-        // Only a time the source reports goes into the id: the read time would differ on a re-read.
-        id: deriveEventId(this.row.id, r.position, own?.ms),
-        type: r.type,
-        occurredAt: own?.iso ?? readAt,
-        payload: r.payload as JsonObject,
-      };
-      items[i] = { event, fromStep: 0, attemptsBefore: 0 };
-    }
-    return items;
   }
 
   /**
@@ -657,25 +606,4 @@ function newChainId(pipelineId: string): string {
 
 function storageFlowError(error: unknown): FlowError {
   return new FlowError('storage', 'storage_unavailable', error instanceof Error ? error.message : String(error), true, { cause: error });
-}
-
-/** A record's own time as stored (ISO 8601 UTC with milliseconds) and in ms; undefined when it has none or an invalid one. */
-function recordTime(value: string | Date | undefined): { iso: string; ms: number } | undefined {
-  if (value instanceof Date) {
-    const ms = value.getTime();
-    return Number.isNaN(ms) ? undefined : { iso: value.toISOString(), ms };
-  }
-  if (typeof value !== 'string') return undefined;
-  const ms = Date.parse(value);
-  if (Number.isNaN(ms)) return undefined;
-  // Already in the stored spelling (the common case) it is kept; otherwise re-spelled, which also
-  // turns a February 30th or a 24:00 (Date.parse accepts both) into the real date.
-  return { iso: isPlainCanonical(value) ? value : new Date(ms).toISOString(), ms };
-}
-
-const CANONICAL = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|1\d|2[0-8])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;
-
-/** ISO 8601 UTC with milliseconds, on a day every month has (1-28): no re-spelling can change it. */
-function isPlainCanonical(value: string): boolean {
-  return value.length === 24 && CANONICAL.test(value);
 }

@@ -1,9 +1,7 @@
-import { lastValueFrom } from 'rxjs';
 import { nowIso, transact } from '../engine/index.js';
 import type { RunRow } from '../storage/index.js';
-import { CoalescedPump } from '../queue/index.js';
+import { CoalescedPump, LeaseKeeper, pipelineLeaseName } from '../queue/index.js';
 import { FlowError } from './flow-error.js';
-import { LeaseKeeper, pipelineLeaseName } from '../queue/index.js';
 import { PipelineFlow, type FlowDeps } from './pipeline-flow.js';
 import { endRun, type RunEnding } from './run-records.js';
 
@@ -132,9 +130,9 @@ export class RunExecutor {
       if (this.stopped) flow.stop();
       let ending: RunEnding;
       try {
-        await lastValueFrom(flow.batches$(), { defaultValue: undefined });
+        const end = await flow.run();
         if (lost) ending = { status: 'failed', reason: 'lease_lost', announce: false };
-        else if (flow.end === 'stopped') ending = { status: 'queued' };
+        else if (end === 'stopped') ending = { status: 'queued' };
         else ending = { status: 'succeeded', announce: true };
       } catch (error) {
         const reason = error instanceof FlowError ? error.reason : 'internal';

@@ -1,8 +1,7 @@
-import { lastValueFrom } from 'rxjs';
 import { sleep } from '../common/index.js';
 import type { RunRow } from '../storage/index.js';
 import { LeaseKeeper, pipelineLeaseName } from '../queue/index.js';
-import { PipelineFlow, type FlowDeps } from './pipeline-flow.js';
+import { PipelineFlow, type FlowDeps, type FlowEnd } from './pipeline-flow.js';
 import { endRun, startStreamRun } from './run-records.js';
 
 /**
@@ -116,8 +115,9 @@ export class StreamWorker {
     });
     this.flow = flow;
     if (this.stopper.signal.aborted) flow.stop();
+    let end: FlowEnd;
     try {
-      await lastValueFrom(flow.batches$(), { defaultValue: undefined });
+      end = await flow.run();
     } catch (error) {
       // A continuous flow retries every failure; what ends up here is a bug, reported as such.
       ctx.logger.error({ pipeline_id: this.pipelineId, err: (error as Error)?.message }, 'streaming flow ended with an error');
@@ -129,10 +129,10 @@ export class StreamWorker {
     const current = run as RunRow | null;
     if (current) {
       // A pause or a deletion stops the stream cleanly; an engine shutdown hands it over silently.
-      if (flow.end === 'inactive') await endRun(ctx, current, { status: 'succeeded', announce: true });
+      if (end === 'inactive') await endRun(ctx, current, { status: 'succeeded', announce: true });
       else if (this.leaseLost) await endRun(ctx, current, { status: 'failed', reason: 'lease_lost', announce: false }).catch(() => undefined);
       else await endRun(ctx, current, { status: 'succeeded', announce: false }).catch(() => undefined);
     }
-    return flow.end;
+    return end;
   }
 }

@@ -1,0 +1,56 @@
+import type { JsonObject, SourceRecord, TransformEvent } from '../plugin-api/index.js';
+import { deriveEventId } from '../events/index.js';
+import type { WorkItem } from './event-processor.js';
+
+/**
+ * A source batch's records as the events the transform steps see: each with its id (derived from
+ * the pipeline and the record's position, so a re-read gives the same id) and its time.
+ *
+ * @param readAtMs - when the batch was read: the time of a record without one of its own (or
+ *   with an invalid one).
+ */
+export function toWorkItems(pipelineId: string, records: readonly SourceRecord[], readAtMs: number): WorkItem[] {
+  const readAt = new Date(readAtMs).toISOString();
+  const items: WorkItem[] = new Array(records.length);
+  // Records of one transaction or one file share their time: it is parsed once for a run of them.
+  let lastTime: SourceRecord['occurredAt'];
+  let lastOwn: { iso: string; ms: number } | undefined;
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]!;
+    if (i === 0 || r.occurredAt !== lastTime || typeof lastTime !== 'string') {
+      lastTime = r.occurredAt;
+      lastOwn = recordTime(lastTime);
+    }
+    const own = lastOwn;
+    const event: TransformEvent = {
+      // Only a time the source reports goes into the id: the read time would differ on a re-read.
+      id: deriveEventId(pipelineId, r.position, own?.ms),
+      type: r.type,
+      occurredAt: own?.iso ?? readAt,
+      payload: r.payload as JsonObject,
+    };
+    items[i] = { event, fromStep: 0, attemptsBefore: 0 };
+  }
+  return items;
+}
+
+/** A record's own time as stored (ISO 8601 UTC with milliseconds) and in ms; undefined when it has none or an invalid one. */
+function recordTime(value: string | Date | undefined): { iso: string; ms: number } | undefined {
+  if (value instanceof Date) {
+    const ms = value.getTime();
+    return Number.isNaN(ms) ? undefined : { iso: value.toISOString(), ms };
+  }
+  if (typeof value !== 'string') return undefined;
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) return undefined;
+  // Already in the stored spelling (the common case) it is kept; otherwise re-spelled, which also
+  // turns a February 30th or a 24:00 (Date.parse accepts both) into the real date.
+  return { iso: isPlainCanonical(value) ? value : new Date(ms).toISOString(), ms };
+}
+
+const CANONICAL = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|1\d|2[0-8])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;
+
+/** ISO 8601 UTC with milliseconds, on a day every month has (1-28): no re-spelling can change it. */
+function isPlainCanonical(value: string): boolean {
+  return value.length === 24 && CANONICAL.test(value);
+}
