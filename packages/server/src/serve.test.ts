@@ -163,7 +163,9 @@ describe('the ferry CLI (a real process)', () => {
     expect((await fetch(`${server.url}/v2/pipelines`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(401);
     expect((await cli(['keys', 'frobnicate'], env)).status).toBe(2);
     expect((await cli(['nonsense'], env)).stderr).toContain('Usage: ferry');
-  });
+    // Seven real processes, each compiling the CLI's TypeScript as it starts (about 4 s apiece on
+    // a 2-core machine): a bound for a busy machine, not a measure of speed.
+  }, 90_000);
 
   it('serves until SIGTERM, then drains and exits 0', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
