@@ -3,7 +3,7 @@ import { connectorContext, getSharedTestPostgres, startTestPostgres } from '@fer
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postgres, type PostgresConfig } from '../index.js';
-import { releaseSettings } from './change-source.js';
+import { keepaliveAnswer, releaseSettings } from './change-source.js';
 
 // Change capture against a real Postgres started with wal_level=logical: the snapshot, the
 // stream, restarts from a checkpoint, and what each kind of change looks like.
@@ -278,6 +278,19 @@ describe('postgres change capture', () => {
     // Nothing published: the application's UPDATEs and DELETEs still work.
     await admin.query(`UPDATE cdc_nokey SET v = 'x'`);
     expect((await admin.query(`SELECT 1 FROM pg_publication WHERE pubname = $1`, [`ferry_${id}`])).rows).toEqual([]);
+  });
+});
+
+describe('answering keepalives', () => {
+  it('answers when asked, and moves an idle slot up to the WAL end; otherwise stays quiet', () => {
+    // Streaming (something waits to be delivered): the slot stays, and only a request is answered.
+    expect(keepaliveAnswer({ idle: false, walEnd: 200n, confirmed: 100n, replyRequested: false })).toEqual({ confirmed: 100n, reply: false });
+    expect(keepaliveAnswer({ idle: false, walEnd: 200n, confirmed: 100n, replyRequested: true })).toEqual({ confirmed: 100n, reply: true });
+    // Idle: the slot moves to what the server has sent, and the server hears it.
+    expect(keepaliveAnswer({ idle: true, walEnd: 200n, confirmed: 100n, replyRequested: false })).toEqual({ confirmed: 200n, reply: true });
+    // Idle with nothing new: no answer unless asked; never backwards.
+    expect(keepaliveAnswer({ idle: true, walEnd: 100n, confirmed: 100n, replyRequested: false })).toEqual({ confirmed: 100n, reply: false });
+    expect(keepaliveAnswer({ idle: true, walEnd: 50n, confirmed: 100n, replyRequested: true })).toEqual({ confirmed: 100n, reply: true });
   });
 });
 

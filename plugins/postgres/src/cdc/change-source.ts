@@ -590,12 +590,9 @@ async function streamChanges(
           if (walEnd > serverEnd) serverEnd = walEnd;
           // Nothing received is waiting to be delivered: the slot may move up to what the server has sent.
           const idle = txn === undefined && pending.length === 0 && flushing === undefined && handed.length === 0;
-          const moved = idle && walEnd > confirmed;
-          if (moved) confirmed = walEnd;
-          // Answered when asked, or when the slot may move. Not every time: while it streams, the
-          // server pings after each catch-up and again after each answer, thousands of times a
-          // second under a steady load, and the position it would hear has not changed.
-          if (moved || replyRequested(frame)) confirm();
+          const answer = keepaliveAnswer({ idle, walEnd, confirmed, replyRequested: replyRequested(frame) });
+          confirmed = answer.confirmed;
+          if (answer.reply) confirm();
           else reportLag();
         }
       } catch (error) {
@@ -745,4 +742,24 @@ export async function checkChangeCapture(client: pg.Client, config: PostgresConf
     wal_level: facts.wal_level,
     replication_slots: slots.map((s) => ({ slot_name: s.slot_name, active: s.active, lag_bytes: s.lag_bytes === null ? null : Number(s.lag_bytes) })),
   };
+}
+
+/** What a keepalive from the server leads to: the position to confirm, and whether to answer now. */
+export interface KeepaliveAnswer {
+  /** The position the slot may be confirmed up to. */
+  confirmed: Lsn;
+  /** Send a standby status update now. */
+  reply: boolean;
+}
+
+/**
+ * How the source answers a keepalive. With nothing received still waiting to be delivered
+ * (`idle`), the slot may move up to the server's WAL end, so the WAL behind an idle slot is
+ * freed. The server hears back when it asks, or when the slot moved; not on every keepalive:
+ * while it streams, the server pings after each catch-up and again after each answer, thousands
+ * of times a second under a steady load, and the position it would hear has not changed.
+ */
+export function keepaliveAnswer(state: { idle: boolean; walEnd: Lsn; confirmed: Lsn; replyRequested: boolean }): KeepaliveAnswer {
+  const moved = state.idle && state.walEnd > state.confirmed;
+  return { confirmed: moved ? state.walEnd : state.confirmed, reply: moved || state.replyRequested };
 }
