@@ -28,13 +28,13 @@ export type { InboxRow, InboxEntry } from './storage/index.js';
 export type { WorkspaceRow } from './storage/index.js';
 export type { StorageStats, CountsBy } from './storage/index.js';
 
-export { ERROR_STATUS, type FerryErrorOptions } from './common/index.js';
+export { ERROR_CODES, ERROR_STATUS, type FerryErrorOptions } from './common/index.js';
 export { isoNow, type ClockTimer } from './common/index.js';
 export type { LogFn } from './common/index.js';
 export { IdGenerator, ID_PREFIXES, isId, type IdKind } from './common/index.js';
 export { CursorCodec, normalizeLimit, DEFAULT_LIMIT, MAX_LIMIT, CURSOR_TTL_MS, type CursorScope } from './common/index.js';
 export { hasInvalidCharacter, pointerToken, schemaErrors, type SchemaErrorOptions } from './common/index.js';
-export { inputSchemas, readOnlyFields } from './common/index.js';
+export { inputSchemas, readOnlyFields, resourceSchemas, ENUMERATIONS } from './common/index.js';
 export { assertSchedule, nextFireAfter } from './pipelines/index.js';
 export { isBlockedAddress, isHostAllowed, canonicalHost, hostRefusal } from './net/index.js';
 export { createConnectorOutbound, outboundRefusal, URL_NOT_ALLOWED, type ConnectorOutboundOptions, type OutboundConnectOptions } from './net/index.js';

@@ -1,4 +1,5 @@
-import type { TSchema } from '@sinclair/typebox';
+import { resourceSchemas } from '@ferry/core/internal';
+import { Type, type TSchema } from '@sinclair/typebox';
 import { responseSchemas } from './response-schemas.js';
 import type { RouteDefinition } from './route.js';
 
@@ -28,15 +29,7 @@ function schemaRef(schema: string | TSchema): Record<string, unknown> {
 }
 
 function pageSchema(item: string): Record<string, unknown> {
-  return {
-    type: 'object',
-    required: ['data', 'next_cursor', 'has_more'],
-    properties: {
-      data: { type: 'array', items: { $ref: `#/components/schemas/${item}` } },
-      next_cursor: { type: ['string', 'null'], description: 'Pass back as `cursor` for the next page.' },
-      has_more: { type: 'boolean' },
-    },
-  };
+  return plain(resourceSchemas.Page(Type.Ref(`#/components/schemas/${item}`)));
 }
 
 const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } });

@@ -1,5 +1,6 @@
 import { isFerryError, type FieldError } from '@ferry/core';
-import { ERROR_STATUS, translateStorageError } from '@ferry/core/internal';
+import { ERROR_CODES, ERROR_STATUS, resourceSchemas, translateStorageError } from '@ferry/core/internal';
+import { Type, type Static } from '@sinclair/typebox';
 import type { HttpResponse } from './types.js';
 
 /** Content type of every error answer (RFC 9457). */
@@ -20,6 +21,22 @@ export const HTTP_ERROR_STATUS = {
 
 /** Any code a problem answer can carry. */
 export type ProblemCode = keyof typeof ERROR_STATUS | keyof typeof HTTP_ERROR_STATUS;
+
+/** Every {@link ProblemCode}: the engine's, then the HTTP layer's. */
+const PROBLEM_CODES: readonly ProblemCode[] = [...ERROR_CODES, ...(Object.keys(HTTP_ERROR_STATUS) as (keyof typeof HTTP_ERROR_STATUS)[])];
+
+/** Schema of the problem+json body of contract section 2, for the OpenAPI document. */
+export const ProblemSchema = Type.Object({
+  type: Type.String({ examples: ['/problems/validation_failed'] }),
+  title: Type.String(),
+  status: Type.Integer(),
+  detail: Type.String(),
+  // An `enum` of the string rather than a union of literals: one list of codes, still `type: string`.
+  code: Type.Unsafe<ProblemCode>(Type.String({ description: 'Stable snake_case error code; branch on it.', enum: PROBLEM_CODES })),
+  errors: Type.Optional(Type.Array(resourceSchemas.FieldError)),
+  current_status: Type.Optional(Type.String()),
+  request_id: Type.String(),
+});
 
 const TITLES: Record<number, string> = {
   400: 'Bad Request',
@@ -53,16 +70,7 @@ export class HttpProblem extends Error {
 }
 
 /** The problem+json body of contract section 2. */
-export interface ProblemBody {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: string;
-  errors?: FieldError[];
-  current_status?: string;
-  request_id: string;
-}
+export type ProblemBody = Static<typeof ProblemSchema>;
 
 /**
  * Turns anything thrown into the answer a client sees. Engine and HTTP errors keep their code and
@@ -74,7 +82,7 @@ export function problemResponse(thrown: unknown, requestId: string): { response:
   // Storage reached outside the engine's services (the idempotency records) fails the same way.
   const error = translateStorageError(thrown);
   let status: number;
-  let code: string;
+  let code: ProblemCode;
   let detail: string;
   let errors: FieldError[] | undefined;
   let currentStatus: string | undefined;

@@ -1,6 +1,6 @@
 import type { Engine } from '@ferry/core';
 import type { StorageStats } from '@ferry/core/internal';
-import { engineContext } from '@ferry/core/internal';
+import { ENUMERATIONS, engineContext } from '@ferry/core/internal';
 import type { RequestLog } from '@ferry/http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -50,9 +50,9 @@ export function createMetrics(engine: Engine): ServerMetrics {
         for (const [value, n] of Object.entries(pick(await stats()))) this.set({ [label]: value }, n);
       },
     });
-  gauge('ferry_pipelines', 'Live pipelines by state.', 'state', (s) => s.pipelinesByState, ['draft', 'active', 'paused', 'deleting']);
-  gauge('ferry_runs', 'Pipeline runs by status.', 'status', (s) => s.runsByStatus, ['queued', 'running', 'succeeded', 'failed']);
-  gauge('ferry_deliveries', 'Webhook deliveries by status.', 'status', (s) => s.deliveriesByStatus, ['pending', 'retrying', 'delivered', 'failed']);
+  gauge('ferry_pipelines', 'Live pipelines by state.', 'state', (s) => s.pipelinesByState, ENUMERATIONS.PIPELINE_STATES);
+  gauge('ferry_runs', 'Pipeline runs by status.', 'status', (s) => s.runsByStatus, ENUMERATIONS.RUN_STATUSES);
+  gauge('ferry_deliveries', 'Webhook deliveries by status.', 'status', (s) => s.deliveriesByStatus, ENUMERATIONS.DELIVERY_STATUSES);
   gauge('ferry_run_events', 'Events counted by the runs that moved them: read, written, filtered, dead-lettered.', 'outcome', (s) => s.runEvents);
   gauge(
     'ferry_queue_depth',

@@ -1,12 +1,14 @@
-import type { ConnectorDirection, ConnectorHealth, JsonObject, JsonValue } from '../plugin-api/index.js';
+import type { Static } from '@sinclair/typebox';
+import type { JsonValue } from '../plugin-api/index.js';
+import type { EventStatus, PlatformEventType } from './enumerations.js';
+import type { inputSchemas } from './schemas.js';
+import type { PageOf, PlatformEventOf, resourceSchemas } from './shapes.js';
+
+// The records and inputs are the `Static` types of their schemas (shapes.ts, schemas.ts): each
+// field is declared once, for the services, the HTTP layer and its OpenAPI document alike.
 
 /** One page of a cursor-paginated listing (contract section 3). */
-export interface Page<T> {
-  data: T[];
-  /** Pass back as `cursor` to get the next page; null when there is none. */
-  next_cursor: string | null;
-  has_more: boolean;
-}
+export type Page<T> = Static<PageOf<T>>;
 
 /** Paging input of every listing. */
 export interface PageParams {
@@ -17,122 +19,49 @@ export interface PageParams {
 }
 
 /** A connector as the API returns it; secret config fields read `"********"`. */
-export interface Connector {
-  id: string;
-  name: string | null;
-  type: string;
-  direction: ConnectorDirection;
-  config: JsonObject;
-  health: ConnectorHealth;
-  /** Live pipelines that reference the connector. */
-  pipeline_count: number;
-  /** Set while a credential rotation runs. */
-  rotation_status: 'rotating' | null;
-  last_error: { code: string; message: string; at: string } | null;
-  created_at: string;
-  updated_at: string;
-}
+export type Connector = Static<typeof resourceSchemas.Connector>;
+
+/** The outcome of `connectors.check`: the plugin's check, as the API returns it. */
+export type ConnectorCheck = Static<typeof resourceSchemas.ConnectorCheck>;
 
 /** Input of `connectors.create`. */
-export interface CreateConnectorInput {
-  type: string;
-  direction: ConnectorDirection;
-  config: JsonObject;
-  name?: string | null;
-}
+export type CreateConnectorInput = Static<typeof inputSchemas.createConnector>;
 
 /** Input of `connectors.update`: `config` is merged over the current config, then validated. */
-export interface UpdateConnectorInput {
-  name?: string | null;
-  config?: JsonObject;
-}
+export type UpdateConnectorInput = Static<typeof inputSchemas.updateConnector>;
 
-/** Pipeline states (contract section 6). */
-export type PipelineState = 'draft' | 'active' | 'paused' | 'deleting';
+/** Input of `connectors.rotate`. */
+export type RotateConnectorInput = Static<typeof inputSchemas.rotateConnector>;
+
+/** What a completed rotation answers (contract section 5.1). */
+export type ConnectorRotationResult = Static<typeof resourceSchemas.ConnectorRotation>;
+
+/** A webhook source connector's signing secret, which senders sign with. */
+export type ConnectorSigningSecret = Static<typeof resourceSchemas.ConnectorSigningSecret>;
 
 /** One transform step definition: `{ type, ...fields }`. */
 export type TransformStep = { type: string } & { [key: string]: JsonValue };
 
-/** Run statuses (contract section 6). */
-export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed';
-
 /** One run of a pipeline. */
-export interface Run {
-  id: string;
-  pipeline_id: string;
-  trigger: 'schedule' | 'manual' | 'stream';
-  status: RunStatus;
-  scheduled_for: string | null;
-  started_at: string | null;
-  finished_at: string | null;
-  events_read: number;
-  events_written: number;
-  events_filtered: number;
-  events_dead_lettered: number;
-  error: string | null;
-  created_at: string;
-}
+export type Run = Static<typeof resourceSchemas.Run>;
 
 /** A pipeline as the API returns it. */
-export interface Pipeline {
-  id: string;
-  name: string;
-  source_connector_id: string;
-  destination_connector_id: string;
-  transforms: TransformStep[];
-  /** Cron expression (UTC); null for a streaming pipeline. */
-  schedule: string | null;
-  state: PipelineState;
-  /** Most records read per batch. */
-  batch_size: number;
-  /** Longest a streaming batch waits to fill before it is flushed, in ms. */
-  flush_interval_ms: number;
-  /** Attempts per event before it is dead-lettered. */
-  max_attempts: number;
-  last_run: Run | null;
-  created_at: string;
-  updated_at: string;
-}
+export type Pipeline = Static<typeof resourceSchemas.Pipeline>;
 
 /** Input of `pipelines.create`. */
-export interface CreatePipelineInput {
-  name: string;
-  source_connector_id: string;
-  destination_connector_id: string;
-  transforms?: TransformStep[];
-  schedule?: string | null;
-  /** Create it `active` rather than `draft`. */
-  activate?: boolean;
-  batch_size?: number;
-  flush_interval_ms?: number;
-  max_attempts?: number;
-}
+export type CreatePipelineInput = Static<typeof inputSchemas.createPipeline>;
 
 /** Input of `pipelines.update`. `schedule: null` makes the pipeline streaming. */
-export interface UpdatePipelineInput {
-  name?: string;
-  transforms?: TransformStep[];
-  schedule?: string | null;
-  batch_size?: number;
-  flush_interval_ms?: number;
-  max_attempts?: number;
-}
-
-/** Statuses of a data event (contract section 7). */
-export type EventStatus = 'delivered' | 'filtered' | 'dead_lettered' | 'replaying';
+export type UpdatePipelineInput = Static<typeof inputSchemas.updatePipeline>;
 
 /** A data event that flowed through a pipeline. */
-export interface EventRecord {
-  id: string;
-  pipeline_id: string;
-  type: string;
-  occurred_at: string;
-  payload: JsonObject;
-  status: EventStatus;
-  attempts: number;
-  error: { stage: string; code: string; message: string } | null;
-  dead_lettered_at: string | null;
-}
+export type EventRecord = Static<typeof resourceSchemas.EventRecord>;
+
+/** Input of `events.replayMany`: which dead-lettered events to replay. */
+export type BulkReplayInput = Static<typeof inputSchemas.bulkReplay>;
+
+/** How many records an action affected (`events.replayMany`, `webhooks.recover`). */
+export type Count = Static<typeof resourceSchemas.Count>;
 
 /** Filters of the events listing. */
 export interface ListEventsParams extends PageParams {
@@ -145,156 +74,57 @@ export interface ListEventsParams extends PageParams {
 }
 
 /** A webhook subscription, without its secret. */
-export interface WebhookSubscription {
-  id: string;
-  url: string;
-  events: PlatformEventType[];
-  enabled: boolean;
-  description: string | null;
-  /** Why the engine disabled it (`gone` on a 410, `failing` after 5 days of failures). */
-  disabled_reason: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export type WebhookSubscription = Static<typeof resourceSchemas.WebhookSubscription>;
 
 /** A subscription as returned by create: the only time, with `getSecret`, the secret is shown. */
-export interface WebhookSubscriptionWithSecret extends WebhookSubscription {
-  secret: string;
-}
+export type WebhookSubscriptionWithSecret = Static<typeof resourceSchemas.WebhookSubscriptionWithSecret>;
 
 /** Input of `webhooks.create`. */
-export interface CreateWebhookInput {
-  url: string;
-  events: PlatformEventType[];
-  /** `whsec_` + base64 of 24 to 64 bytes; generated when omitted. */
-  secret?: string;
-  description?: string | null;
-  enabled?: boolean;
-}
+export type CreateWebhookInput = Static<typeof inputSchemas.createWebhook>;
 
 /** Input of `webhooks.update`. */
-export interface UpdateWebhookInput {
-  url?: string;
-  events?: PlatformEventType[];
-  enabled?: boolean;
-  description?: string | null;
-}
+export type UpdateWebhookInput = Static<typeof inputSchemas.updateWebhook>;
 
 /** Input of `webhooks.rotateSecret`. */
-export interface RotateWebhookSecretInput {
-  secret?: string;
-  /** Seconds the old secret keeps signing alongside the new one: 0..604800, default 86400. */
-  previous_secret_expires_in?: number;
-}
+export type RotateWebhookSecretInput = Static<typeof inputSchemas.rotateWebhookSecret>;
 
-/** Delivery statuses (contract section 8). */
-export type DeliveryStatus = 'pending' | 'retrying' | 'delivered' | 'failed';
+/** A subscription's current signing secret. */
+export type WebhookSecret = Static<typeof resourceSchemas.WebhookSecret>;
+
+/** What `webhooks.rotateSecret` answers: the new secret, and when the previous one stops signing. */
+export type WebhookSecretRotation = Static<typeof resourceSchemas.WebhookSecretRotation>;
+
+/** Input of `webhooks.recover`: the creation range of the failed deliveries to send again. */
+export type RecoverDeliveriesInput = Static<typeof inputSchemas.recoverDeliveries>;
 
 /** One delivery of a platform event to one subscription. */
-export interface Delivery {
-  id: string;
-  subscription_id: string;
-  event_id: string;
-  event_type: PlatformEventType;
-  status: DeliveryStatus;
-  attempts: number;
-  next_attempt_at: string | null;
-  last_attempt_at: string | null;
-  last_response_status: number | null;
-  last_error: string | null;
-  created_at: string;
-}
+export type Delivery = Static<typeof resourceSchemas.Delivery>;
 
 /** One HTTP attempt of a delivery. */
-export interface DeliveryAttempt {
-  id: string;
-  attempted_at: string;
-  response_status: number | null;
-  duration_ms: number;
-  /** First 1 KiB of the response body. */
-  response_body: string | null;
-  error: string | null;
-}
+export type DeliveryAttempt = Static<typeof resourceSchemas.DeliveryAttempt>;
 
 /** A delivery with its attempt history. */
-export interface DeliveryWithAttempts extends Delivery {
-  attempt_history: DeliveryAttempt[];
-}
-
-/** The platform event types of contract section 9. */
-export const PLATFORM_EVENT_TYPES = [
-  'pipeline.created',
-  'pipeline.activated',
-  'pipeline.paused',
-  'pipeline.deleted',
-  'pipeline.started',
-  'pipeline.completed',
-  'pipeline.failed',
-  'connector.error',
-  'connector.health_changed',
-  'connector.rotated',
-  'event.dead_lettered',
-] as const;
-
-/** A platform (lifecycle) event type. */
-export type PlatformEventType = (typeof PLATFORM_EVENT_TYPES)[number];
+export type DeliveryWithAttempts = Static<typeof resourceSchemas.DeliveryWithAttempts>;
 
 /** A platform event: the body a webhook subscriber receives (spec 2.5), plus its workspace. */
-export interface PlatformEvent<TType extends PlatformEventType = PlatformEventType> {
-  id: string;
-  type: TType;
-  occurred_at: string;
-  data: JsonObject;
-  workspace_id: string;
-}
+export type PlatformEvent<TType extends PlatformEventType = PlatformEventType> = Static<PlatformEventOf<TType>>;
 
 /** An API key as listed: never the secret. */
-export interface ApiKey {
-  id: string;
-  /** The 8-character id embedded in the key. */
-  key_id: string;
-  workspace_id: string;
-  name: string | null;
-  scopes: string[];
-  /** Last 4 characters of the key, to recognise it. */
-  last4: string;
-  rate_limit: { requests: number; per_seconds: number } | null;
-  created_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-}
+export type ApiKey = Static<typeof resourceSchemas.ApiKey>;
 
 /** An API key as returned by create: the only time the full key is shown. */
-export interface CreatedApiKey extends ApiKey {
-  key: string;
-}
+export type CreatedApiKey = Static<typeof resourceSchemas.CreatedApiKey>;
 
 /** Input of `apiKeys.create`. */
-export interface CreateApiKeyInput {
-  /** Workspace the key belongs to (created if missing); default `default`. */
-  workspace?: string;
-  /** Default `['write']`. */
-  scopes?: string[];
-  name?: string | null;
-  /** Per-key rate limit overriding the engine's default. */
-  rate_limit?: { requests: number; per_seconds: number } | null;
-  /**
-   * Register this exact key instead of generating one (the server's `FERRY_BOOTSTRAP_API_KEY`).
-   * It must be well formed, checksum included.
-   */
-  key?: string;
-}
+export type CreateApiKeyInput = Static<typeof inputSchemas.createApiKey>;
 
 /** What a verified API key grants. */
 export interface AuthContext {
   api_key_id: string;
   workspace_id: string;
   scopes: string[];
-  rate_limit: { requests: number; per_seconds: number } | null;
+  rate_limit: ApiKey['rate_limit'];
 }
 
 /** A workspace: the isolation boundary of every resource. */
-export interface Workspace {
-  id: string;
-  created_at: string;
-}
+export type Workspace = Static<typeof resourceSchemas.Workspace>;

@@ -1,3 +1,6 @@
+import type { Static } from '@sinclair/typebox';
+import type { resourceSchemas } from './shapes.js';
+
 /**
  * Every error code the engine can produce, with the HTTP status the /v2 API answers for it
  * (contract section 2). The code is the stable part clients branch on; messages may change.
@@ -37,15 +40,11 @@ export const ERROR_STATUS = {
 /** A stable, snake_case error code (contract section 2). */
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** Every {@link ErrorCode}, in the order of {@link ERROR_STATUS}: the enum of a problem's `code`. */
+export const ERROR_CODES = Object.keys(ERROR_STATUS) as readonly ErrorCode[];
+
 /** One field-level problem, as listed in a problem+json `errors` array. */
-export interface FieldError {
-  /** JSON pointer (RFC 6901) to the offending value, relative to the request body or query. */
-  pointer: string;
-  /** Stable snake_case code: `required`, `type`, `unknown_field`, `read_only`, `enum`, ... */
-  code: string;
-  /** Human-readable explanation. Never contains a secret value. */
-  detail: string;
-}
+export type FieldError = Static<typeof resourceSchemas.FieldError>;
 
 /** Options carried by a {@link FerryError} besides its code and message. */
 export interface FerryErrorOptions {

@@ -49,10 +49,18 @@ export class IdGenerator {
   }
 }
 
-const ULID_BODY = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+/** The body of every id: a ULID, 26 characters of Crockford base 32. */
+const ULID = '[0-9A-HJKMNP-TV-Z]{26}';
+const ULID_BODY = new RegExp(`^${ULID}$`);
+
+/** The pattern (a JSON Schema `pattern`) of an id of `kind`. */
+export function idPattern(kind: IdKind): string {
+  return `^${ID_PREFIXES[kind]}_${ULID}$`;
+}
 
 /** True when `id` looks like an id of `kind` (prefix and ULID body). */
 export function isId(kind: IdKind, id: string): boolean {
   const prefix = `${ID_PREFIXES[kind]}_`;
   return id.startsWith(prefix) && ULID_BODY.test(id.slice(prefix.length));
 }
+

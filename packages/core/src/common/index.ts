@@ -1,13 +1,16 @@
 /**
  * What every folder of the engine shares: the clock, errors and their codes, ids, the logger,
- * the records the services take and return, input schemas and validation, cursor pagination.
+ * the enumerations, the records the services take and return and their schemas, input schemas
+ * and validation, cursor pagination.
  */
 export { guardedClock, isoNow, sleep, systemClock, type Clock, type ClockTimer } from './clock.js';
-export { PLATFORM_EVENT_TYPES, type ApiKey, type AuthContext, type Connector, type CreateApiKeyInput, type CreateConnectorInput, type CreatePipelineInput, type CreateWebhookInput, type CreatedApiKey, type Delivery, type DeliveryAttempt, type DeliveryStatus, type DeliveryWithAttempts, type EventRecord, type EventStatus, type ListEventsParams, type Page, type PageParams, type Pipeline, type PipelineState, type PlatformEvent, type PlatformEventType, type RotateWebhookSecretInput, type Run, type RunStatus, type TransformStep, type UpdateConnectorInput, type UpdatePipelineInput, type UpdateWebhookInput, type WebhookSubscription, type WebhookSubscriptionWithSecret, type Workspace } from './domain.js';
-export { ERROR_STATUS, FerryError, isFerryError, notFound, validationError, type ErrorCode, type FerryErrorOptions, type FieldError } from './errors.js';
+export { type ApiKey, type AuthContext, type BulkReplayInput, type Connector, type ConnectorCheck, type ConnectorRotationResult, type ConnectorSigningSecret, type Count, type CreateApiKeyInput, type CreateConnectorInput, type CreatePipelineInput, type CreateWebhookInput, type CreatedApiKey, type Delivery, type DeliveryAttempt, type DeliveryWithAttempts, type EventRecord, type ListEventsParams, type Page, type PageParams, type Pipeline, type PlatformEvent, type RecoverDeliveriesInput, type RotateConnectorInput, type RotateWebhookSecretInput, type Run, type TransformStep, type UpdateConnectorInput, type UpdatePipelineInput, type UpdateWebhookInput, type WebhookSecret, type WebhookSecretRotation, type WebhookSubscription, type WebhookSubscriptionWithSecret, type Workspace } from './domain.js';
+export { DELIVERY_STATUSES, ENUMERATIONS, EVENT_STATUSES, PIPELINE_STATES, PLATFORM_EVENT_TYPES, type ConnectorDirection, type ConnectorHealth, type DeliveryStatus, type EventStatus, type PipelineState, type PlatformEventType, type RunStatus } from './enumerations.js';
+export { ERROR_CODES, ERROR_STATUS, FerryError, isFerryError, notFound, validationError, type ErrorCode, type FerryErrorOptions, type FieldError } from './errors.js';
 export { parseExactJson } from './exact-json.js';
 export { ID_PREFIXES, IdGenerator, isId, type IdKind } from './ids.js';
 export { silentLogger, type LogFn, type Logger } from './logger.js';
 export { CURSOR_TTL_MS, CursorCodec, DEFAULT_LIMIT, MAX_LIMIT, normalizeLimit, paginate, type CursorScope } from './pagination.js';
 export { TimestampSchema, inputSchemas, readOnlyFields } from './schemas.js';
+export { resourceSchemas } from './shapes.js';
 export { assertSchema, assertText, compile, hasInvalidCharacter, pointerToken, schemaErrors, type SchemaErrorOptions } from './validation.js';

@@ -1,5 +1,8 @@
-import { Type, type TSchema } from '@sinclair/typebox';
-import { PLATFORM_EVENT_TYPES } from './domain.js';
+import { Type, type TObject, type TSchema } from '@sinclair/typebox';
+import type { JsonObject } from '../plugin-api/index.js';
+import type { TransformStep } from './domain.js';
+import { ConnectorDirectionSchema, PlatformEventTypeSchema } from './enumerations.js';
+import { resourceSchemas } from './shapes.js';
 
 /**
  * TypeBox schemas of every service input. The services validate with them (embedders get the
@@ -10,20 +13,21 @@ const Timestamp = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\
 // In bodies a timestamp is any short string here; the service parses it and reports `format`
 // with a readable message, the same way as in query filters.
 const TimestampField = Type.String({ minLength: 1, maxLength: 64 });
-const Direction = Type.Union([Type.Literal('source'), Type.Literal('destination'), Type.Literal('bidirectional')]);
-const PlatformEventTypeSchema = Type.Union(PLATFORM_EVENT_TYPES.map((t) => Type.Literal(t)));
 const BatchSize = Type.Integer({ minimum: 1, maximum: 10_000 });
 const FlushInterval = Type.Integer({ minimum: 0, maximum: 3_600_000 });
 const MaxAttempts = Type.Integer({ minimum: 1, maximum: 100 });
-const TransformStepSchema = Type.Object({ type: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: true });
+// `Unsafe` keeps the schema and gives the input types their JSON types: `Type.Object({})` alone
+// types as `{}`, and a step's fields as nothing, so a caller could not pass them.
+const Config = Type.Unsafe<JsonObject>(Type.Object({}, { additionalProperties: true }));
+const TransformStepSchema = Type.Unsafe<TransformStep>(Type.Object({ type: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: true }));
 
 /** Schemas of the service inputs, by operation. */
 export const inputSchemas = {
   createConnector: Type.Object(
     {
       type: Type.String({ minLength: 1, maxLength: 100 }),
-      direction: Direction,
-      config: Type.Object({}, { additionalProperties: true }),
+      direction: ConnectorDirectionSchema,
+      config: Config,
       name: Type.Optional(Type.Union([Name, Type.Null()])),
     },
     { additionalProperties: false },
@@ -31,8 +35,12 @@ export const inputSchemas = {
   updateConnector: Type.Object(
     {
       name: Type.Optional(Type.Union([Name, Type.Null()])),
-      config: Type.Optional(Type.Object({}, { additionalProperties: true })),
+      config: Type.Optional(Config),
     },
+    { additionalProperties: false },
+  ),
+  rotateConnector: Type.Object(
+    { config: Type.Optional(Type.Unsafe<JsonObject>(Type.Object({}, { additionalProperties: true, description: 'New values of secret config fields; absent when the plugin generates them.' }))) },
     { additionalProperties: false },
   ),
   createPipeline: Type.Object(
@@ -42,7 +50,7 @@ export const inputSchemas = {
       destination_connector_id: Type.String({ minLength: 1, maxLength: 64 }),
       transforms: Type.Optional(Type.Array(TransformStepSchema, { maxItems: 100 })),
       schedule: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 200 }), Type.Null()])),
-      activate: Type.Optional(Type.Boolean()),
+      activate: Type.Optional(Type.Boolean({ description: 'Create it `active` rather than `draft`.' })),
       batch_size: Type.Optional(BatchSize),
       flush_interval_ms: Type.Optional(FlushInterval),
       max_attempts: Type.Optional(MaxAttempts),
@@ -64,7 +72,7 @@ export const inputSchemas = {
     {
       url: Type.String({ minLength: 1, maxLength: 2048 }),
       events: Type.Array(PlatformEventTypeSchema, { minItems: 1, maxItems: 50, uniqueItems: true }),
-      secret: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+      secret: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: '`whsec_` + base64 of 24 to 64 bytes; generated when omitted.' })),
       description: Type.Optional(Type.Union([Type.String({ maxLength: 500 }), Type.Null()])),
       enabled: Type.Optional(Type.Boolean()),
     },
@@ -82,7 +90,9 @@ export const inputSchemas = {
   rotateWebhookSecret: Type.Object(
     {
       secret: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-      previous_secret_expires_in: Type.Optional(Type.Integer({ minimum: 0, maximum: 604_800 })),
+      previous_secret_expires_in: Type.Optional(
+        Type.Integer({ minimum: 0, maximum: 604_800, description: 'Seconds the old secret keeps signing alongside the new one: 0..604800, default 86400.' }),
+      ),
     },
     { additionalProperties: false },
   ),
@@ -93,27 +103,40 @@ export const inputSchemas = {
   ),
   createApiKey: Type.Object(
     {
-      workspace: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-      scopes: Type.Optional(Type.Array(Type.String(), { minItems: 1, maxItems: 20, uniqueItems: true })),
+      workspace: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Workspace the key belongs to (created if missing); default `default`.' })),
+      scopes: Type.Optional(Type.Array(Type.String(), { minItems: 1, maxItems: 20, uniqueItems: true, description: "Default `['write']`." })),
       name: Type.Optional(Type.Union([Name, Type.Null()])),
       rate_limit: Type.Optional(
-        Type.Union([
-          Type.Object({ requests: Type.Integer({ minimum: 1 }), per_seconds: Type.Integer({ minimum: 1, maximum: 86_400 }) }, { additionalProperties: false }),
-          Type.Null(),
-        ]),
+        Type.Union(
+          [
+            Type.Object({ requests: Type.Integer({ minimum: 1 }), per_seconds: Type.Integer({ minimum: 1, maximum: 86_400 }) }, { additionalProperties: false }),
+            Type.Null(),
+          ],
+          { description: "Per-key rate limit overriding the engine's default." },
+        ),
       ),
-      key: Type.Optional(Type.String({ maxLength: 100 })),
+      key: Type.Optional(
+        Type.String({
+          maxLength: 100,
+          description: "Register this exact key instead of generating one (the server's `FERRY_BOOTSTRAP_API_KEY`). It must be well formed, checksum included.",
+        }),
+      ),
     },
     { additionalProperties: false },
   ),
 } satisfies Record<string, TSchema>;
 
+/** The fields of a record that its create input does not have: the ones only the engine sets. */
+function engineSet(record: TObject, input: TObject): readonly string[] {
+  return Object.keys(record.properties).filter((key) => !Object.hasOwn(input.properties, key));
+}
+
 /** Fields that responses show but requests may not set, by operation (400 `read_only`). */
 export const readOnlyFields = {
-  connector: ['id', 'health', 'pipeline_count', 'created_at', 'updated_at', 'rotation_status', 'last_error'],
-  pipeline: ['id', 'state', 'last_run', 'created_at', 'updated_at'],
-  webhook: ['id', 'created_at', 'updated_at', 'disabled_reason'],
-} as const;
+  connector: engineSet(resourceSchemas.Connector, inputSchemas.createConnector),
+  pipeline: engineSet(resourceSchemas.Pipeline, inputSchemas.createPipeline),
+  webhook: engineSet(resourceSchemas.WebhookSubscription, inputSchemas.createWebhook),
+};
 
 /** ISO 8601 timestamp as accepted in filters and bodies. */
 export const TimestampSchema = Timestamp;

@@ -1,23 +1,10 @@
-import { Type } from '@sinclair/typebox';
-import { type Connector, FerryError, isFerryError, notFound, validationError, type FieldError, assertSchema, pointerToken } from '../common/index.js';
+import { type ConnectorRotationResult, type RotateConnectorInput, FerryError, isFerryError, notFound, validationError, type FieldError, inputSchemas, assertSchema, pointerToken } from '../common/index.js';
 import { nowIso, transact, type EngineContext, type EngineHooks } from '../engine/index.js';
 import { joinSecrets, mergeConfig, splitSecrets, ConnectorError, type RegisteredConnector, REDACTED, type JsonObject } from '../plugin-api/index.js';
 import type { ConnectorRow } from '../storage/index.js';
 import { generatedReadableSecret, validateConnectorConfig } from './connector-config.js';
 import type { ConnectorsService } from './connectors-service.js';
 import { connectorContext, openConnector, sealConnectorSecrets, unsealConnectorSecrets } from './opened-connector.js';
-
-/** Input of {@link ConnectorsService.rotate}. */
-export interface RotateConnectorInput {
-  /** New values of secret config fields; absent when the plugin generates them. */
-  config?: JsonObject;
-}
-
-/** What a completed rotation answers (contract section 5.1). */
-export interface ConnectorRotationResult {
-  connector: Connector;
-  rotation: { status: 'completed'; paused_pipeline_ids: string[]; started_at: string; completed_at: string };
-}
 
 /** The recovery record kept in `connectors.rotation_state` while a rotation runs. */
 interface RotationState {
@@ -27,7 +14,6 @@ interface RotationState {
   paused_pipeline_ids: string[];
 }
 
-const ROTATE_INPUT = Type.Object({ config: Type.Optional(Type.Object({}, { additionalProperties: true })) }, { additionalProperties: false });
 /** A rotation running longer than this is taken for one a crash interrupted. */
 const ROTATION_STALE_MS = 15 * 60 * 1000;
 
@@ -47,7 +33,7 @@ export async function rotateConnector(
   id: string,
   input: RotateConnectorInput = {},
 ): Promise<ConnectorRotationResult> {
-  assertSchema(ROTATE_INPUT, input);
+  assertSchema(inputSchemas.rotateConnector, input);
   const opened = await openConnector(ctx, workspaceId, id);
   const { plugin } = opened;
   const supplied = input.config;

@@ -1,9 +1,9 @@
 import { type CheckResult, type JsonObject, joinSecrets, mergeConfig, scrub, splitSecrets, type RegisteredConnector, REDACTED } from '../plugin-api/index.js';
-import { type Connector, type CreateConnectorInput, type Page, type PageParams, type UpdateConnectorInput, FerryError, notFound, validationError, paginate, inputSchemas, readOnlyFields, assertSchema, assertText, schemaErrors } from '../common/index.js';
+import { type Connector, type ConnectorCheck, type ConnectorRotationResult, type ConnectorSigningSecret, type CreateConnectorInput, type Page, type PageParams, type RotateConnectorInput, type UpdateConnectorInput, FerryError, notFound, validationError, paginate, inputSchemas, readOnlyFields, assertSchema, assertText, schemaErrors } from '../common/index.js';
 import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 import type { ConnectorRow } from '../storage/index.js';
 import { generatedReadableSecret, validateConnectorConfig } from './connector-config.js';
-import { rotateConnector, type ConnectorRotationResult, type RotateConnectorInput } from './connector-rotation.js';
+import { rotateConnector } from './connector-rotation.js';
 import { connectorContext, openConnector, recordConnectorHealth, registeredConnector, sealConnectorSecrets, unsealConnectorSecrets } from './opened-connector.js';
 
 /** How long a connection check may take before it counts as failed. */
@@ -79,7 +79,7 @@ export class ConnectorsService {
    * senders sign with), as `{ signing_secret }`. `not_found` for a connector of a type without one,
    * as for an unknown id.
    */
-  async signingSecret(workspaceId: string, id: string): Promise<{ signing_secret: string }> {
+  async signingSecret(workspaceId: string, id: string): Promise<ConnectorSigningSecret> {
     const row = await reader(this.ctx).connectors.get(workspaceId, id);
     if (!row) throw notFound('connector', id);
     const field = registeredConnector(this.ctx, row).definition.readableSecret;
@@ -155,7 +155,7 @@ export class ConnectorsService {
    * A live connection check through the plugin. Records the health; a change emits
    * `connector.health_changed`, a failure `connector.error`.
    */
-  async check(workspaceId: string, id: string): Promise<{ health: Connector['health']; latency_ms: number; error?: { code: string; message: string }; details?: JsonObject }> {
+  async check(workspaceId: string, id: string): Promise<ConnectorCheck> {
     const opened = await openConnector(this.ctx, workspaceId, id);
     const started = this.ctx.clock.now();
     let result: CheckResult;

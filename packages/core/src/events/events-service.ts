@@ -1,8 +1,6 @@
-import { type EventRecord, type EventStatus, type ListEventsParams, type Page, FerryError, notFound, validationError, type FieldError, paginate, inputSchemas, TimestampSchema, assertSchema, assertText, compile } from '../common/index.js';
+import { type BulkReplayInput, type Count, type EventRecord, type ListEventsParams, type Page, EVENT_STATUSES, FerryError, notFound, validationError, type FieldError, paginate, inputSchemas, TimestampSchema, assertSchema, assertText, compile } from '../common/index.js';
 import { nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 import type { EventRow } from '../storage/index.js';
-
-const EVENT_STATUSES: readonly EventStatus[] = ['delivered', 'filtered', 'dead_lettered', 'replaying'];
 
 /**
  * Normalizes an ISO 8601 bound to the stored form (UTC, milliseconds) so it compares correctly
@@ -80,7 +78,7 @@ export class EventsService {
   }
 
   /** Queues the replay of every dead-lettered event of a pipeline that matches; returns how many. */
-  async replayMany(workspaceId: string, pipelineId: string, input: { since?: string; until?: string; type?: string } = {}): Promise<{ count: number }> {
+  async replayMany(workspaceId: string, pipelineId: string, input: BulkReplayInput = {}): Promise<Count> {
     assertSchema(inputSchemas.bulkReplay, input);
     const filters = {
       type: input.type,

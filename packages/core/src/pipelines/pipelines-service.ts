@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type CreatePipelineInput, type Page, type PageParams, type Pipeline, type PipelineState, type Run, type UpdatePipelineInput, FerryError, notFound, validationError, type FieldError, paginate, inputSchemas, readOnlyFields, assertText, schemaErrors } from '../common/index.js';
+import { type CreatePipelineInput, type Page, type PageParams, type Pipeline, type PipelineState, type Run, type UpdatePipelineInput, PIPELINE_STATES, FerryError, notFound, validationError, type FieldError, paginate, inputSchemas, readOnlyFields, assertText, schemaErrors } from '../common/index.js';
 import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 import { assertSchedule } from './cron-schedule.js';
 import { type Repositories, isUniqueViolation, type PipelineRow, type NewRun, type RunRow } from '../storage/index.js';
@@ -7,8 +7,6 @@ import type { TSchema } from '@sinclair/typebox';
 
 /** The result of deleting a pipeline: gone at once, or `deleting` until in-flight runs finish. */
 export type DeletePipelineResult = { status: 'deleted' } | { status: 'deleting'; pipeline: Pipeline };
-
-const PIPELINE_STATES: readonly PipelineState[] = ['draft', 'active', 'paused', 'deleting'];
 
 /**
  * Pipelines: CRUD, names unique per workspace, the references and direction rules, schedule and

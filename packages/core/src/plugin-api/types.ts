@@ -1,5 +1,5 @@
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
-import type { Clock, Logger } from '../common/index.js';
+import type { Clock, ConnectorDirection, ConnectorHealth, Logger } from '../common/index.js';
 import type { ConnectorOutbound } from '../net/index.js';
 import type { ConnectorError } from './connector-error.js';
 
@@ -9,11 +9,8 @@ export type JsonValue = string | number | boolean | null | JsonValue[] | { [key:
 /** A JSON object, the shape of every event payload. */
 export type JsonObject = { [key: string]: JsonValue };
 
-/** Which way a connector moves events. `bidirectional` only where the plugin declares it. */
-export type ConnectorDirection = 'source' | 'destination' | 'bidirectional';
-
-/** Connector health (contract section 5). */
-export type ConnectorHealth = 'healthy' | 'degraded' | 'down';
+// Enumerations of the engine's records too, so defined with them; plugins see them here.
+export type { ConnectorDirection, ConnectorHealth };
 
 /** The outcome of a live connection check. */
 export interface CheckResult {

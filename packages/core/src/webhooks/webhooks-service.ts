@@ -1,5 +1,5 @@
 import { type SecretBox, generateWebhookSecret, webhookSecretBytes } from '../crypto/index.js';
-import { PLATFORM_EVENT_TYPES, type CreateWebhookInput, type Delivery, type DeliveryStatus, type DeliveryWithAttempts, type Page, type PageParams, type RotateWebhookSecretInput, type UpdateWebhookInput, type WebhookSubscription, type WebhookSubscriptionWithSecret, FerryError, notFound, validationError, paginate, inputSchemas, readOnlyFields, assertSchema } from '../common/index.js';
+import { DELIVERY_STATUSES, PLATFORM_EVENT_TYPES, type Count, type CreateWebhookInput, type Delivery, type DeliveryStatus, type DeliveryWithAttempts, type Page, type PageParams, type RecoverDeliveriesInput, type RotateWebhookSecretInput, type UpdateWebhookInput, type WebhookSecret, type WebhookSecretRotation, type WebhookSubscription, type WebhookSubscriptionWithSecret, FerryError, notFound, validationError, paginate, inputSchemas, readOnlyFields, assertSchema } from '../common/index.js';
 import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 import { assertUrlAllowed } from '../net/index.js';
 import type { DeliveryRow, WebhookRow } from '../storage/index.js';
@@ -15,8 +15,6 @@ interface PreviousSecret {
   secret: string;
   expires_at: string;
 }
-
-const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['pending', 'retrying', 'delivered', 'failed'];
 
 /**
  * Webhook subscriptions (contract section 8): CRUD, secrets (generated, shown once and by
@@ -77,7 +75,7 @@ export class WebhooksService {
   }
 
   /** The current signing secret. */
-  async getSecret(workspaceId: string, id: string): Promise<{ secret: string }> {
+  async getSecret(workspaceId: string, id: string): Promise<WebhookSecret> {
     const row = await this.row(workspaceId, id);
     return { secret: this.ctx.box.open(row.secret, aad(workspaceId, id)) };
   }
@@ -121,7 +119,7 @@ export class WebhooksService {
    * Replaces the signing secret (given, or generated). The old one keeps signing alongside for
    * `previous_secret_expires_in` seconds (default 86400, 0..604800); at most 5 old secrets are kept.
    */
-  async rotateSecret(workspaceId: string, id: string, input: RotateWebhookSecretInput = {}): Promise<{ secret: string; previous_secret_expires_at: string | null }> {
+  async rotateSecret(workspaceId: string, id: string, input: RotateWebhookSecretInput = {}): Promise<WebhookSecretRotation> {
     this.assertInput(inputSchemas.rotateWebhookSecret, input);
     const secret = input.secret ?? generateWebhookSecret();
     assertSecret(secret, '/secret');
@@ -203,7 +201,7 @@ export class WebhooksService {
   }
 
   /** Redelivers every failed delivery created in `[since, until)`, oldest first; returns how many. */
-  async recover(workspaceId: string, id: string, input: { since: string; until?: string }): Promise<{ count: number }> {
+  async recover(workspaceId: string, id: string, input: RecoverDeliveriesInput): Promise<Count> {
     assertSchema(inputSchemas.recoverDeliveries, input);
     const since = normalizeTimestamp(input.since, '/since');
     const until = input.until === undefined ? undefined : normalizeTimestamp(input.until, '/until');

@@ -1,6 +1,6 @@
 import type { CreateConnectorInput, UpdateConnectorInput } from '@ferry/core';
 import { inputSchemas } from '@ferry/core/internal';
-import { Type } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
 import { PAGE_QUERY } from '../query.js';
 import type { RouteDefinition } from '../route.js';
 import { created, noContent, ok } from './respond.js';
@@ -108,9 +108,9 @@ export const connectorRoutes: RouteDefinition[] = [
     tag: 'Connectors',
     auth: { kind: 'api_key', scope: 'connectors:rotate' },
     body: 'optional',
-    bodySchema: Type.Object({ config: Type.Optional(Type.Object({}, { additionalProperties: true })) }, { additionalProperties: false }),
+    bodySchema: inputSchemas.rotateConnector,
     responses: { 200: { description: 'The rotated connector and what the rotation did.', schema: 'ConnectorRotation' } },
     errors: [404, 409],
-    handle: async ({ engine, workspaceId, params, body }) => ok(await engine.connectors.rotate(workspaceId, params.id!, (body ?? {}) as { config?: Record<string, never> })),
+    handle: async ({ engine, workspaceId, params, body }) => ok(await engine.connectors.rotate(workspaceId, params.id!, (body ?? {}) as Static<typeof inputSchemas.rotateConnector>)),
   },
 ];

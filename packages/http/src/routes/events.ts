@@ -1,4 +1,5 @@
-import { inputSchemas } from '@ferry/core/internal';
+import { ENUMERATIONS, inputSchemas } from '@ferry/core/internal';
+import type { Static } from '@sinclair/typebox';
 import { PAGE_QUERY } from '../query.js';
 import type { RouteDefinition } from '../route.js';
 import { accepted, ok } from './respond.js';
@@ -20,7 +21,7 @@ export const eventRoutes: RouteDefinition[] = [
       type: { kind: 'string', maxLength: 200, description: 'Only events of this type.' },
       since: { kind: 'timestamp', description: 'ISO 8601; occurred_at at or after it.' },
       until: { kind: 'timestamp', description: 'ISO 8601; occurred_at before it.' },
-      status: { kind: 'enum', values: ['delivered', 'filtered', 'dead_lettered', 'replaying'], description: 'Only events in this status.' },
+      status: { kind: 'enum', values: ENUMERATIONS.EVENT_STATUSES, description: 'Only events in this status.' },
     },
     responses: { 200: { description: 'A page of events; next_cursor is set whenever data is non-empty, for tailing.', schema: 'Page:Event' } },
     errors: [404],
@@ -49,6 +50,6 @@ export const eventRoutes: RouteDefinition[] = [
     bodySchema: inputSchemas.bulkReplay,
     responses: { 202: { description: 'How many events were queued for replay.', schema: 'Count' } },
     errors: [404],
-    handle: async ({ engine, workspaceId, params, body }) => accepted(await engine.events.replayMany(workspaceId, params.id!, (body ?? {}) as { since?: string })),
+    handle: async ({ engine, workspaceId, params, body }) => accepted(await engine.events.replayMany(workspaceId, params.id!, (body ?? {}) as Static<typeof inputSchemas.bulkReplay>)),
   },
 ];

@@ -1,3 +1,4 @@
+import { MAX_INGEST_EVENTS } from '@ferry/core/internal';
 import { Type } from '@sinclair/typebox';
 import type { RouteDefinition } from '../route.js';
 import { accepted } from './respond.js';
@@ -22,7 +23,7 @@ export const ingestRoutes: RouteDefinition[] = [
     auth: { kind: 'signature' },
     body: 'required',
     rawBody: true,
-    bodySchema: Type.Union([IngestEvent, Type.Object({ events: Type.Array(IngestEvent, { minItems: 1, maxItems: 1000 }) }, { additionalProperties: false })]),
+    bodySchema: Type.Union([IngestEvent, Type.Object({ events: Type.Array(IngestEvent, { minItems: 1, maxItems: MAX_INGEST_EVENTS }) }, { additionalProperties: false })]),
     responses: { 202: { description: 'The events are stored durably; the pipeline picks them up.', schema: 'IngestAccepted' } },
     errors: [404],
     handle: async ({ engine, params, rawBody, headers }) => {

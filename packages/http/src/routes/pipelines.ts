@@ -1,11 +1,10 @@
 import type { CreatePipelineInput, UpdatePipelineInput } from '@ferry/core';
-import { inputSchemas } from '@ferry/core/internal';
+import { ENUMERATIONS, inputSchemas } from '@ferry/core/internal';
 import { PAGE_QUERY } from '../query.js';
 import type { RouteDefinition } from '../route.js';
 import { accepted, created, noContent, ok } from './respond.js';
 
 const scope = { read: { kind: 'api_key', scope: 'pipelines:read' }, write: { kind: 'api_key', scope: 'pipelines:write' } } as const;
-const PIPELINE_STATES = ['draft', 'active', 'paused', 'deleting'] as const;
 
 /** Routes of contract section 6. */
 export const pipelineRoutes: RouteDefinition[] = [
@@ -32,7 +31,7 @@ export const pipelineRoutes: RouteDefinition[] = [
     body: 'none',
     query: {
       ...PAGE_QUERY,
-      state: { kind: 'enum', values: PIPELINE_STATES, description: 'Only pipelines in this state.' },
+      state: { kind: 'enum', values: ENUMERATIONS.PIPELINE_STATES, description: 'Only pipelines in this state.' },
       name: { kind: 'string', maxLength: 200, description: 'Only the pipeline with this exact name.' },
     },
     responses: { 200: { description: 'A page of pipelines.', schema: 'Page:Pipeline' } },

@@ -1,5 +1,6 @@
 import type { CreateWebhookInput, DeliveryStatus, RotateWebhookSecretInput, UpdateWebhookInput } from '@ferry/core';
-import { inputSchemas } from '@ferry/core/internal';
+import { ENUMERATIONS, inputSchemas } from '@ferry/core/internal';
+import type { Static } from '@sinclair/typebox';
 import { PAGE_QUERY } from '../query.js';
 import type { RouteDefinition } from '../route.js';
 import { accepted, created, noContent, ok } from './respond.js';
@@ -109,7 +110,7 @@ export const webhookRoutes: RouteDefinition[] = [
     body: 'none',
     query: {
       ...PAGE_QUERY,
-      status: { kind: 'enum', values: ['pending', 'retrying', 'delivered', 'failed'], description: 'Only deliveries in this status.' },
+      status: { kind: 'enum', values: ENUMERATIONS.DELIVERY_STATUSES, description: 'Only deliveries in this status.' },
       since: { kind: 'timestamp', description: 'ISO 8601; created at or after it.' },
     },
     responses: { 200: { description: 'A page of deliveries.', schema: 'Page:Delivery' } },
@@ -152,6 +153,6 @@ export const webhookRoutes: RouteDefinition[] = [
     bodySchema: inputSchemas.recoverDeliveries,
     responses: { 202: { description: 'How many deliveries were queued again.', schema: 'Count' } },
     errors: [404],
-    handle: async ({ engine, workspaceId, params, body }) => accepted(await engine.webhooks.recover(workspaceId, params.id!, body as { since: string })),
+    handle: async ({ engine, workspaceId, params, body }) => accepted(await engine.webhooks.recover(workspaceId, params.id!, body as Static<typeof inputSchemas.recoverDeliveries>)),
   },
 ];

@@ -1,0 +1,218 @@
+import { Type, type SchemaOptions, type TLiteral, type TSchema, type TUnsafe } from '@sinclair/typebox';
+import type { JsonObject } from '../plugin-api/index.js';
+import {
+  ConnectorDirectionSchema,
+  ConnectorHealthSchema,
+  DeliveryStatusSchema,
+  EventStatusSchema,
+  PipelineStateSchema,
+  PlatformEventTypeSchema,
+  RunStatusSchema,
+  RunTriggerSchema,
+} from './enumerations.js';
+import { ID_PREFIXES, idPattern, type IdKind } from './ids.js';
+
+/**
+ * TypeBox schemas of the records the services return: the one declaration of each shape. The
+ * domain types (`Connector`, `Pipeline`, ...) are their `Static` types, and the HTTP layer's
+ * OpenAPI document describes its answers with them. Nothing validates against them at run time:
+ * the engine builds these records itself.
+ */
+
+const Id = (kind: IdKind) => Type.String({ pattern: idPattern(kind), examples: [`${ID_PREFIXES[kind]}_01JD0000000000000000000000`] });
+const Timestamp = Type.String({ format: 'date-time', examples: ['2026-11-22T10:00:00.000Z'] });
+const Nullable = <T extends TSchema>(schema: T, options?: SchemaOptions) => Type.Union([schema, Type.Null()], options);
+// Typed as JSON: `Type.Object({})` alone would type as `{}`, which takes any non-null value.
+const Json = (options?: SchemaOptions) => Type.Unsafe<JsonObject>(Type.Object({}, { additionalProperties: true, ...options }));
+
+const FieldError = Type.Object({
+  pointer: Type.String({ description: 'JSON pointer (RFC 6901) to the value, in the body or (for query parameters) `/<name>`.' }),
+  code: Type.String({ description: 'Stable snake_case code: required, type, unknown_field, read_only, enum, ...' }),
+  detail: Type.String({ description: 'Human-readable explanation. Never contains a secret value.' }),
+});
+
+/** The page envelope of every listing, around items of `item`. */
+export function pageSchema<T extends TSchema>(item: T) {
+  return Type.Object({
+    data: Type.Array(item),
+    // One JSON Schema type list rather than a union: the form the OpenAPI document has always had.
+    next_cursor: Type.Unsafe<string | null>({ type: ['string', 'null'], description: 'Pass back as `cursor` for the next page.' }),
+    has_more: Type.Boolean(),
+  });
+}
+
+const Connector = Type.Object({
+  id: Id('connector'),
+  name: Nullable(Type.String()),
+  type: Type.String(),
+  direction: ConnectorDirectionSchema,
+  config: Json({ description: 'Type-specific; secret fields read "********".' }),
+  health: ConnectorHealthSchema,
+  pipeline_count: Type.Integer({ description: 'Live pipelines that reference the connector.' }),
+  rotation_status: Nullable(Type.Literal('rotating'), { description: 'Set while a credential rotation runs.' }),
+  last_error: Nullable(Type.Object({ code: Type.String(), message: Type.String(), at: Timestamp })),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+const ConnectorCheck = Type.Object({
+  health: ConnectorHealthSchema,
+  latency_ms: Type.Integer(),
+  error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() })),
+  details: Type.Optional(
+    Type.Unsafe<JsonObject>(
+      Type.Record(Type.String(), Type.Unknown(), { description: 'Facts the check found, by connector type (postgres change capture: wal_level and its replication slots with lag_bytes).' }),
+    ),
+  ),
+});
+
+const ConnectorRotation = Type.Object({
+  connector: Connector,
+  rotation: Type.Object({
+    status: Type.Literal('completed'),
+    paused_pipeline_ids: Type.Array(Id('pipeline')),
+    started_at: Timestamp,
+    completed_at: Timestamp,
+  }),
+});
+
+const Run = Type.Object({
+  id: Id('run'),
+  pipeline_id: Id('pipeline'),
+  trigger: RunTriggerSchema,
+  status: RunStatusSchema,
+  scheduled_for: Nullable(Timestamp),
+  started_at: Nullable(Timestamp),
+  finished_at: Nullable(Timestamp),
+  events_read: Type.Integer(),
+  events_written: Type.Integer(),
+  events_filtered: Type.Integer(),
+  events_dead_lettered: Type.Integer(),
+  error: Nullable(Type.String()),
+  created_at: Timestamp,
+});
+
+// A step's own fields are the step type's (`TransformStep`); only `type` is common to all.
+const TransformStep = Type.Unsafe<{ type: string } & JsonObject>(Type.Object({ type: Type.String() }, { additionalProperties: true }));
+
+const Pipeline = Type.Object({
+  id: Id('pipeline'),
+  name: Type.String(),
+  source_connector_id: Id('connector'),
+  destination_connector_id: Id('connector'),
+  transforms: Type.Array(TransformStep),
+  schedule: Nullable(Type.String(), { description: 'Cron expression (UTC); null for a streaming pipeline.' }),
+  state: PipelineStateSchema,
+  batch_size: Type.Integer({ description: 'Most records read per batch.' }),
+  flush_interval_ms: Type.Integer({ description: 'Longest a streaming batch waits to fill before it is flushed, in ms.' }),
+  max_attempts: Type.Integer({ description: 'Attempts per event before it is dead-lettered.' }),
+  last_run: Nullable(Run),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+const EventRecord = Type.Object({
+  id: Type.String(),
+  pipeline_id: Id('pipeline'),
+  type: Type.String(),
+  occurred_at: Timestamp,
+  payload: Json(),
+  status: EventStatusSchema,
+  attempts: Type.Integer(),
+  error: Nullable(Type.Object({ stage: Type.String(), code: Type.String(), message: Type.String() })),
+  dead_lettered_at: Nullable(Timestamp),
+});
+
+const WebhookSubscription = Type.Object({
+  id: Id('webhook'),
+  url: Type.String({ format: 'uri' }),
+  events: Type.Array(PlatformEventTypeSchema),
+  enabled: Type.Boolean(),
+  description: Nullable(Type.String()),
+  disabled_reason: Nullable(Type.String(), {
+    description: 'Why the engine disabled it: `endpoint_gone` (the endpoint answered 410) or `failing_for_too_long` (every attempt failed for 5 days, by default).',
+  }),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+const Delivery = Type.Object({
+  id: Id('delivery'),
+  subscription_id: Id('webhook'),
+  event_id: Type.String(),
+  event_type: PlatformEventTypeSchema,
+  status: DeliveryStatusSchema,
+  attempts: Type.Integer(),
+  next_attempt_at: Nullable(Timestamp),
+  last_attempt_at: Nullable(Timestamp),
+  last_response_status: Nullable(Type.Integer()),
+  last_error: Nullable(Type.String()),
+  created_at: Timestamp,
+});
+
+const DeliveryAttempt = Type.Object({
+  id: Type.String(),
+  attempted_at: Timestamp,
+  response_status: Nullable(Type.Integer()),
+  duration_ms: Type.Integer(),
+  response_body: Nullable(Type.String(), { description: 'The start of the response body: its first 1 KiB, by default.' }),
+  error: Nullable(Type.String()),
+});
+
+/** A platform event whose `type` is one of `type`'s; {@link resourceSchemas} has the one of every type. */
+export function platformEventSchema<T extends TSchema>(type: T) {
+  return Type.Object({
+    id: Id('event'),
+    type,
+    occurred_at: Timestamp,
+    data: Json({ description: 'The ids involved, e.g. `pipeline_id`.' }),
+    workspace_id: Type.String(),
+  });
+}
+
+/** A platform event of the types `T`, as a schema type: how `PlatformEvent<T>` is typed. */
+export type PlatformEventOf<T extends string> = ReturnType<typeof platformEventSchema<TLiteral<T>>>;
+
+const RateLimit = Type.Object({ requests: Type.Integer(), per_seconds: Type.Integer() });
+
+const ApiKey = Type.Object({
+  id: Id('key'),
+  key_id: Type.String({ description: 'The 8-character id embedded in the key.' }),
+  workspace_id: Type.String(),
+  name: Nullable(Type.String()),
+  scopes: Type.Array(Type.String()),
+  last4: Type.String({ description: 'Last 4 characters of the key, to recognise it.' }),
+  rate_limit: Nullable(RateLimit),
+  created_at: Timestamp,
+  last_used_at: Nullable(Timestamp),
+  revoked_at: Nullable(Timestamp),
+});
+
+/** The schemas of the records the services return, by domain type name. */
+export const resourceSchemas = {
+  Connector,
+  ConnectorCheck,
+  ConnectorRotation,
+  ConnectorSigningSecret: Type.Object({ signing_secret: Type.String() }),
+  Pipeline,
+  Run,
+  EventRecord,
+  Count: Type.Object({ count: Type.Integer() }),
+  WebhookSubscription,
+  WebhookSubscriptionWithSecret: Type.Composite([WebhookSubscription, Type.Object({ secret: Type.String() })]),
+  WebhookSecret: Type.Object({ secret: Type.String() }),
+  WebhookSecretRotation: Type.Object({ secret: Type.String(), previous_secret_expires_at: Nullable(Timestamp) }),
+  Delivery,
+  DeliveryAttempt,
+  DeliveryWithAttempts: Type.Composite([Delivery, Type.Object({ attempt_history: Type.Array(DeliveryAttempt) })]),
+  PlatformEvent: platformEventSchema(PlatformEventTypeSchema),
+  ApiKey,
+  CreatedApiKey: Type.Composite([ApiKey, Type.Object({ key: Type.String() })]),
+  Workspace: Type.Object({ id: Type.String(), created_at: Timestamp }),
+  FieldError,
+  /** The page envelope around `item`: a function, since every listing has its own items. */
+  Page: pageSchema,
+};
+
+/** The page of `T`, as a schema type: how `Page<T>` is typed. */
+export type PageOf<T> = ReturnType<typeof pageSchema<TUnsafe<T>>>;
