@@ -1,5 +1,5 @@
 import { randomFillSync } from 'node:crypto';
-import { monotonicFactory } from 'ulid';
+import { encodeTime, monotonicFactory } from 'ulid';
 import type { Clock } from './clock.js';
 
 /** The id prefixes of contract section 1, by resource. */
@@ -64,3 +64,10 @@ export function isId(kind: IdKind, id: string): boolean {
   return id.startsWith(prefix) && ULID_BODY.test(id.slice(prefix.length));
 }
 
+/**
+ * The smallest id of `kind` made at `ms`: every id made before sorts below it, every id made at
+ * or after it above. Lets a keyset over ids start or stop at a time.
+ */
+export function firstIdAt(kind: IdKind, ms: number): string {
+  return `${ID_PREFIXES[kind]}_${encodeTime(Math.max(0, ms), 10)}`;
+}

@@ -1,5 +1,6 @@
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { EventLogFeed } from '../events/index.js';
+import type { RunFeed } from '../pipelines/index.js';
 import { type Clock, type PlatformEvent, type PlatformEventType, FerryError, type IdGenerator, type Logger, type CursorCodec } from '../common/index.js';
 import type { SecretBox } from '../crypto/index.js';
 import type { PlatformEventBus } from './platform-event-bus.js';
@@ -31,13 +32,23 @@ export interface EngineContext {
   readonly sourceLag: Map<string, number>;
   /** The event-log entries this engine commits, for `engine.events$`. */
   readonly eventLog: EventLogFeed;
+  /** Changes of runs this engine commits, for `engine.runs$`. */
+  readonly runFeed: RunFeed;
   /** The transaction the current async flow runs in, if any (see {@link transact}). */
-  readonly currentTransaction: AsyncLocalStorage<{ repos: Repositories; emit: Emit }>;
+  readonly currentTransaction: AsyncLocalStorage<OpenTransaction>;
   /**
    * Throws `unavailable` unless storage is open: the engine is running, or stopping while the
    * calls that started before the stop finish. New calls are refused at the engine's boundary.
    */
   assertRunning(): void;
+}
+
+/** A transaction in progress, as the code running inside it sees it. */
+export interface OpenTransaction {
+  repos: Repositories;
+  emit: Emit;
+  /** Called once the transaction committed, in order; dropped if it rolls back. */
+  committed: (() => void)[];
 }
 
 /** Records a platform event inside the current transaction. */
@@ -56,13 +67,14 @@ export async function transact<T>(ctx: EngineContext, fn: (repos: Repositories, 
   const outer = ctx.currentTransaction.getStore();
   if (outer) return fn(outer.repos, outer.emit);
   const recorded: PlatformEvent[] = [];
+  const committed: (() => void)[] = [];
   const emit: Emit = (workspaceId, type, data) => {
     const event: PlatformEvent = { id: ctx.ids.create('event'), type, occurred_at: new Date(ctx.clock.now()).toISOString(), data, workspace_id: workspaceId };
     recorded.push(event);
     return event;
   };
   const result = await ctx.storage.transaction((repos) =>
-    ctx.currentTransaction.run({ repos, emit }, async () => {
+    ctx.currentTransaction.run({ repos, emit, committed }, async () => {
       const value = await fn(repos, emit);
       // Written last, still inside the transaction: they commit or roll back with their cause.
       await repos.outbox.appendMany(recorded);
@@ -70,7 +82,19 @@ export async function transact<T>(ctx: EngineContext, fn: (repos: Repositories, 
     }),
   );
   ctx.bus.publish(recorded);
+  for (const fn of committed) fn();
   return result;
+}
+
+/**
+ * Runs `fn` once what the current async flow changed is committed: at the end of the transaction
+ * it runs in (not at all if that rolls back), or now outside one. For news published in process
+ * (a run changed): a listener that reads it back must find it committed.
+ */
+export function afterCommit(ctx: Pick<EngineContext, 'currentTransaction'>, fn: () => void): void {
+  const open = ctx.currentTransaction.getStore();
+  if (open) open.committed.push(fn);
+  else fn();
 }
 
 /** Repositories for reads: those of the transaction in progress in this flow, if any. */

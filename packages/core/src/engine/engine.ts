@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Observable } from 'rxjs';
 import type { DependencyContainer } from 'tsyringe';
-import { guardedClock, systemClock, type Clock, type EventRecord, type PlatformEvent, type PlatformEventType, FerryError, IdGenerator, silentLogger, type Logger, CursorCodec } from '../common/index.js';
+import { guardedClock, systemClock, type Clock, type EventRecord, type PlatformEvent, type Run, type PlatformEventType, FerryError, IdGenerator, silentLogger, type Logger, CursorCodec } from '../common/index.js';
 import { createEngineContainer } from './container.js';
 import { generateSecretKey, parseSecretKey, SecretBox } from '../crypto/index.js';
 import { EventLogFeed, eventsStream, type EventsStreamOptions, EventsService, IngestService } from '../events/index.js';
@@ -12,7 +12,7 @@ import type { EngineContext, ServiceSettings } from './engine-context.js';
 import { PlatformEventBus, type PlatformEventListener } from './platform-event-bus.js';
 import { PluginRegistry, type FerryPlugin } from '../plugin-api/index.js';
 import { ApiKeysService, IdempotencyService, WorkspacesService } from '../access/index.js';
-import { PipelinesService, PipelineRuntime, resolveRuntimeOptions, type RuntimeOptionsInput, builtinTransforms } from '../pipelines/index.js';
+import { PipelinesService, PipelineRuntime, resolveRuntimeOptions, type RuntimeOptionsInput, builtinTransforms, RunFeed, runsStream, storedRuns, type RunsStreamOptions } from '../pipelines/index.js';
 import { WebhooksService, resolveDeliveryOptions, type DeliveryOptionsInput, WebhookDelivery } from '../webhooks/index.js';
 import { OutboundClient } from '../net/index.js';
 import { RetentionJob, resolveRetentionOptions, type RetentionOptionsInput } from './retention.js';
@@ -108,6 +108,7 @@ export class Engine {
   readonly instanceId: string;
   private readonly lag = new Map<string, number>();
   private readonly eventLog = new EventLogFeed();
+  private readonly runFeed = new RunFeed();
   private readonly hooks: EngineHooks;
   // Its storage stays inside: Ferry's own packages and tests reach it through engineContext().
   private readonly storage: FerryStorage;
@@ -154,6 +155,7 @@ export class Engine {
       instanceId: this.instanceId,
       sourceLag: this.lag,
       eventLog: this.eventLog,
+      runFeed: this.runFeed,
       currentTransaction: new AsyncLocalStorage(),
       settings: {
         outboundAllow: options.outboundAllow ?? [],
@@ -290,6 +292,18 @@ export class Engine {
    */
   events$(workspaceId: string, pipelineId: string, options: EventsStreamOptions = {}): Observable<EventRecord> {
     return eventsStream((params) => this.events.list(workspaceId, pipelineId, params), this.eventLog, workspaceId, pipelineId, options);
+  }
+
+  /**
+   * A pipeline's runs as an RxJS stream: the runs it has, oldest first (only those created at or
+   * after `since`, if given), then a new snapshot of a run each time this engine commits a change
+   * of it: queued by the schedule or by `pipelines.triggerRun`, started, a batch counted, ended.
+   * Completes when the pipeline is deleted; ends with an error when the pipeline does not exist
+   * (`not_found`) or the replay's read fails. Unsubscribe to stop. Changes other engines sharing
+   * the storage commit appear in the replay, not in the live part.
+   */
+  runs$(workspaceId: string, pipelineId: string, options: RunsStreamOptions = {}): Observable<Run> {
+    return runsStream(engineContext(this), storedRuns(engineContext(this), workspaceId, pipelineId), pipelineId, workspaceId, options);
   }
 
   /**

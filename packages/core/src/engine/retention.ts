@@ -1,5 +1,4 @@
-import { encodeTime } from 'ulid';
-import { type ClockTimer, ID_PREFIXES } from '../common/index.js';
+import { type ClockTimer, firstIdAt } from '../common/index.js';
 import type { EngineContext } from './engine-context.js';
 
 /**
@@ -93,11 +92,11 @@ export class RetentionJob {
       for (const pipelineId of await repos.pipelines.allIds()) pass.events += await this.drain(() => repos.events.deleteSettledBefore(pipelineId, before, CHUNK));
     }
     if (o.runsMs !== null) {
-      const beforeId = idAt(ID_PREFIXES.run, now - o.runsMs);
+      const beforeId = firstIdAt('run', now - o.runsMs);
       pass.runs += await this.drain(() => repos.runs.deleteFinishedBefore(beforeId, CHUNK));
     }
     if (o.deliveriesMs !== null) {
-      const beforeId = idAt(ID_PREFIXES.delivery, now - o.deliveriesMs);
+      const beforeId = firstIdAt('delivery', now - o.deliveriesMs);
       pass.deliveries += await this.drain(() => this.ctx.storage.transaction((trx) => trx.deliveries.deleteFinishedBefore(beforeId, CHUNK)));
     }
     if (o.platformEventsMs !== null) {
@@ -137,9 +136,4 @@ export class RetentionJob {
         });
     }, this.options.intervalMs);
   }
-}
-
-/** The smallest id of `prefix` made at `ms`: every id made before sorts below it. */
-function idAt(prefix: string, ms: number): string {
-  return `${prefix}_${encodeTime(Math.max(0, ms), 10)}`;
 }

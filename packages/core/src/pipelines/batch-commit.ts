@@ -1,4 +1,5 @@
 import { nowIso, transact, type EngineContext, type Emit } from '../engine/index.js';
+import { runChanged } from './run-feed.js';
 import { FerryError } from '../common/index.js';
 import { isUniqueViolation, fencedCheckpointStep, asEventUpsert, eventOutcomesStep, type DeadLetterRow, type EventRow, runCountsStep, type WriterOrder, type WriterStep, type PipelineRow, type Repositories } from '../storage/index.js';
 import type { Checkpoint } from '../plugin-api/index.js';
@@ -128,6 +129,7 @@ export async function commitBatch(
     }
     if (!outcome.committed) throw new FerryError('lease_lost', `The lease ${input.fence.name} was taken over; the batch is not committed.`);
     ctx.eventLog.publish(input.pipeline.workspace_id, input.pipeline.id, input.batch.results, now);
+    if (input.runId) runChanged(ctx, { workspace_id: input.pipeline.workspace_id, pipeline_id: input.pipeline.id, id: input.runId });
     return;
   }
   const results = input.batch.results;
@@ -148,6 +150,7 @@ export async function commitBatch(
     await attempt(false);
   }
   ctx.eventLog.publish(input.pipeline.workspace_id, input.pipeline.id, results, now);
+  if (input.runId) runChanged(ctx, { workspace_id: input.pipeline.workspace_id, pipeline_id: input.pipeline.id, id: input.runId });
 }
 
 /**

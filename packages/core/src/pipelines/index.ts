@@ -10,6 +10,7 @@ export { compileSteps, openConnections } from './pipeline-connections.js';
 export { type FlowDeps } from './pipeline-flow.js';
 export { PipelineRuntime } from './pipeline-runtime.js';
 export { PipelinesService, type DeletePipelineResult } from './pipelines-service.js';
+export { RunFeed, runsStream, storedRuns, type RunsReader, type RunsStreamOptions } from './run-feed.js';
 export { DEFAULT_RUNTIME_OPTIONS, resolveRuntimeOptions, type RuntimeOptions, type RuntimeOptionsInput } from './runtime-options.js';
 export { DOT_PATH_PATTERN, DotPath, getPath } from './transforms/dot-path.js';
 export { builtinTransforms } from './transforms/index.js';

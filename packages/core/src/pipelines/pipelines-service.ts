@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { runChanged } from './run-feed.js';
 import { type CreatePipelineInput, type Page, type PageParams, type Pipeline, type PipelineState, type Run, type UpdatePipelineInput, PIPELINE_STATES, FerryError, notFound, validationError, type FieldError, paginate, inputSchemas, readOnlyFields, assertText, schemaErrors } from '../common/index.js';
 import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 import { assertSchedule } from './cron-schedule.js';
@@ -201,6 +202,7 @@ export class PipelinesService {
       // No tick: manual runs never collide with scheduled ones (unique per pipeline and tick).
       const newRun: NewRun = { id: this.ctx.ids.create('run'), workspace_id: workspaceId, pipeline_id: id, trigger: 'manual', scheduled_for: null, status: 'queued', created_at: now };
       await repos.runs.insert(newRun);
+      runChanged(this.ctx, newRun);
       return (await repos.runs.get(workspaceId, newRun.id))!;
     });
     this.hooks.pipelineChanged(id);
@@ -358,7 +360,9 @@ export async function finishPipelineDeletion(
 ): Promise<void> {
   const now = nowIso(ctx);
   for (const run of await repos.runs.inFlight(row.id)) {
-    if (run.status === 'queued') await repos.runs.update(run.id, { status: 'failed', finished_at: now, error: 'pipeline_deleted' });
+    if (run.status !== 'queued') continue;
+    await repos.runs.update(run.id, { status: 'failed', finished_at: now, error: 'pipeline_deleted' });
+    runChanged(ctx, run);
   }
   await repos.pipelines.markDeleted(row.workspace_id, row.id, now);
   emit(row.workspace_id, 'pipeline.deleted', { pipeline_id: row.id });

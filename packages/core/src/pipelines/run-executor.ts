@@ -1,4 +1,5 @@
 import { nowIso, transact } from '../engine/index.js';
+import { runChanged } from './run-feed.js';
 import type { RunRow } from '../storage/index.js';
 import { CoalescedPump, LeaseKeeper, pipelineLeaseName } from '../queue/index.js';
 import { FlowError } from './flow-error.js';
@@ -122,6 +123,7 @@ export class RunExecutor {
       const started = await transact(ctx, async (repos, emit) => {
         const ok = await repos.runs.queue.updateHeld(run.id, claimToken, { status: 'running', started_at: run.started_at ?? nowIso(ctx) }, ctx.clock.now());
         if (ok && firstStart) emit(run.workspace_id, 'pipeline.started', { pipeline_id: run.pipeline_id, run_id: run.id });
+        if (ok) runChanged(ctx, run);
         return ok;
       });
       if (!started) return;

@@ -1,4 +1,5 @@
 import { nowIso, transact, type EngineContext } from '../engine/index.js';
+import { runChanged } from './run-feed.js';
 import type { PipelineRow, RunRow } from '../storage/index.js';
 import type { FailureReason } from './flow-error.js';
 
@@ -18,6 +19,7 @@ export async function startStreamRun(ctx: EngineContext, pipeline: PipelineRow, 
     await repos.runs.insert({ id, workspace_id: pipeline.workspace_id, pipeline_id: pipeline.id, trigger: 'stream', scheduled_for: null, status: 'running', created_at: now, started_at: now });
     await repos.runs.update(id, { lease_token: leaseToken, lease_holder: ctx.instanceId, lease_expires_at: leaseExpiresAt });
     emit(pipeline.workspace_id, 'pipeline.started', { pipeline_id: pipeline.id, run_id: id });
+    runChanged(ctx, { workspace_id: pipeline.workspace_id, pipeline_id: pipeline.id, id });
     return (await repos.runs.get(pipeline.workspace_id, id))!;
   });
 }
@@ -31,6 +33,7 @@ export async function endRun(ctx: EngineContext, run: Pick<RunRow, 'id' | 'works
   const now = nowIso(ctx);
   await transact(ctx, async (repos, emit) => {
     const lease = { lease_token: null, lease_holder: null, lease_expires_at: null };
+    runChanged(ctx, run);
     if (ending.status === 'queued') {
       await repos.runs.update(run.id, { status: 'queued', ...lease });
       return;

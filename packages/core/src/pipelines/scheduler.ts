@@ -1,4 +1,5 @@
 import type { ClockTimer } from '../common/index.js';
+import { runChanged } from './run-feed.js';
 import { transact, type EngineContext } from '../engine/index.js';
 import { nextFireAfter } from './cron-schedule.js';
 import type { PipelineRow } from '../storage/index.js';
@@ -114,15 +115,18 @@ export class Scheduler {
       if (row.last_tick_at !== null && row.last_tick_at >= tick) return false;
       await repos.pipelines.update(row.workspace_id, row.id, { last_tick_at: tick });
       if ((await repos.runs.inFlight(row.id)).some((r) => r.status === 'queued')) return false;
-      return repos.runs.insert({
+      const run = {
         id: this.ctx.ids.create('run'),
         workspace_id: row.workspace_id,
         pipeline_id: row.id,
-        trigger: 'schedule',
+        trigger: 'schedule' as const,
         scheduled_for: tick,
-        status: 'queued',
+        status: 'queued' as const,
         created_at: new Date(this.ctx.clock.now()).toISOString(),
-      });
+      };
+      const inserted = await repos.runs.insert(run);
+      if (inserted) runChanged(this.ctx, run);
+      return inserted;
     });
     if (queued) this.onQueued();
   }
