@@ -7,7 +7,7 @@
  *
  * @packageDocumentation
  */
-export { engineContext } from './engine/index.js';
+export { engineContext, idempotencyRecords } from './engine/index.js';
 export type { EngineContext } from './engine/index.js';
 export { openConnector, connectorContext, type OpenedConnector } from './connectors/index.js';
 export type { SqliteOptions, PostgresOptions, Dialect } from './storage/index.js';

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Engine } from '@ferry/core';
-import type { AuthContext } from '@ferry/core/internal';
+import { idempotencyRecords, type AuthContext } from '@ferry/core/internal';
 import { HttpProblem } from './problem.js';
 import type { HttpResponse } from './types.js';
 
@@ -51,7 +51,7 @@ export async function withIdempotency(
   hash: string,
   run: () => Promise<HttpResponse>,
 ): Promise<HttpResponse> {
-  const records = engine.idempotency;
+  const records = idempotencyRecords(engine);
   const now = engine.clock.now();
   const owner = randomUUID();
   const begun = await records.begin(

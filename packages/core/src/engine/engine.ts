@@ -20,6 +20,7 @@ import { FerryStorage, type StorageConfig, translateStorageError } from '../stor
 
 /** Each engine's context: for Ferry's own packages and tests, through {@link engineContext}. */
 const contexts = new WeakMap<Engine, EngineContext>();
+const idempotencies = new WeakMap<Engine, IdempotencyService>();
 
 /**
  * The engine's context (its storage, clock, registry, secret box...): for Ferry's own packages
@@ -29,6 +30,17 @@ export function engineContext(engine: Engine): EngineContext {
   const context = contexts.get(engine);
   if (!context) throw new Error('Not an engine built by createEngine.');
   return context;
+}
+
+/**
+ * The engine's `Idempotency-Key` records, their stored answers sealed: for HTTP layers such as
+ * @ferry/http (an application calling the services directly has no use for them). Like the
+ * services, it refuses calls unless the engine is running.
+ */
+export function idempotencyRecords(engine: Engine): IdempotencyService {
+  const records = idempotencies.get(engine);
+  if (!records) throw new Error('Not an engine built by createEngine.');
+  return records;
 }
 
 /** Options of {@link createEngine}. */
@@ -97,11 +109,6 @@ export class Engine {
   readonly ingest: IngestService;
   /** Workspaces. */
   readonly workspaces: WorkspacesService;
-  /**
-   * `Idempotency-Key` records, their stored answers sealed. For HTTP layers such as @ferry/http;
-   * an application calling the services directly has no use for it.
-   */
-  readonly idempotency: IdempotencyService;
   /** Every platform event this engine records, after commit, as an RxJS stream. */
   readonly platformEvents$: Observable<PlatformEvent>;
   /** This instance's id as a lease holder. */
@@ -189,7 +196,7 @@ export class Engine {
     this.apiKeys = this.guard(this.container.resolve(ApiKeysService));
     this.workspaces = this.guard(this.container.resolve(WorkspacesService));
     this.ingest = this.guard(this.container.resolve(IngestService));
-    this.idempotency = this.guard(this.container.resolve(IdempotencyService));
+    idempotencies.set(this, this.guard(this.container.resolve(IdempotencyService)));
   }
 
   /**
