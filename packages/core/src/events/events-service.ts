@@ -1,6 +1,7 @@
-import { type BulkReplayInput, type Count, type EventRecord, type ListEventsParams, type Page, EVENT_STATUSES, FerryError, notFound, validationError, type FieldError, paginate, inputSchemas, TimestampSchema, assertSchema, assertText, compile } from '../common/index.js';
+import { type BulkReplayInput, type Count, type EventRecord, type ListEventsParams, type Page, EVENT_STATUSES, notFound, validationError, type FieldError, paginate, inputSchemas, TimestampSchema, assertSchema, assertText, compile } from '../common/index.js';
 import { nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 import type { EventRow } from '../storage/index.js';
+import { requestReplay } from './dead-letters.js';
 
 /**
  * Normalizes an ISO 8601 bound to the stored form (UTC, milliseconds) so it compares correctly
@@ -62,17 +63,7 @@ export class EventsService {
    */
   async replay(workspaceId: string, eventId: string): Promise<EventRecord> {
     const now = nowIso(this.ctx);
-    const record = await transact(this.ctx, async (repos) => {
-      const row = await repos.events.get(workspaceId, eventId);
-      if (!row) throw notFound('event', eventId);
-      const replayed = row.status === 'dead_lettered' && (await repos.events.updateStatus(workspaceId, eventId, { status: 'replaying', updated_at: now }, 'dead_lettered'));
-      if (!replayed) {
-        throw new FerryError('event_not_dead_lettered', `Only dead-lettered events can be replayed; this one is ${row.status}.`, { currentStatus: row.status });
-      }
-      const letter = await repos.events.getDeadLetter(eventId);
-      if (letter) await repos.events.putDeadLetter({ ...letter, replay_requested_at: now });
-      return presentEvent({ ...row, status: 'replaying', updated_at: now });
-    });
+    const record = presentEvent(await transact(this.ctx, (repos) => requestReplay(repos, workspaceId, eventId, now)));
     this.hooks.replayRequested();
     return record;
   }

@@ -2,6 +2,7 @@
  * The event log: its listing, live feed, replay of dead letters, event ids, and the signed inbox
  * of webhook sources.
  */
+export { commitReplay, recordDeadLetters, replayItem, requestReplay } from './dead-letters.js';
 export { deriveEventId } from './event-id.js';
 export { EventLogFeed, eventsStream, type EventsStreamOptions } from './event-log-feed.js';
 export { EventsService, normalizeTimestamp } from './events-service.js';

@@ -1,8 +1,7 @@
 import { sleep } from '../common/index.js';
-import type { DeadLetterRow } from '../storage/index.js';
-import type { JsonObject } from '../plugin-api/index.js';
 import { backoffDelay, CoalescedPump } from '../queue/index.js';
-import { commitReplay, processItems, type WorkItem, FlowError, compileSteps, openConnections, type FlowDeps } from '../pipelines/index.js';
+import { processItems, FlowError, compileSteps, openConnections, type FlowDeps } from '../pipelines/index.js';
+import { commitReplay, replayItem } from './dead-letters.js';
 
 /**
  * Replays dead-lettered events (`POST /v2/events/{id}/replay` and the bulk form) from the stage
@@ -55,35 +54,16 @@ export class ReplayWorker {
   private async replayOne(): Promise<boolean> {
     const { ctx, options } = this.deps;
     const repos = ctx.storage.repos;
-    const first = await repos.events.replays.claim<Record<string, unknown>>({
-      where: (q) => {
-        q.whereNotNull('replay_requested_at').whereExists((sub) =>
-          sub.select('id').from('pipelines').whereRaw('pipelines.id = dead_letters.pipeline_id').andWhere('pipelines.state', 'active').whereNull('pipelines.deleted_at'),
-        );
-      },
-      orderBy: ['replay_requested_at', 'event_id'],
-      limit: 1,
-      holder: ctx.instanceId,
-      ttlMs: options.leaseTtlMs,
-      now: ctx.clock.now(),
-    });
+    const lease = { holder: ctx.instanceId, ttlMs: options.leaseTtlMs };
+    const first = await repos.events.claimReplays({ ...lease, limit: 1, now: ctx.clock.now() });
     const head = first.rows[0];
     if (!head) return false;
-    const pipelineId = String(head.pipeline_id);
-    // The rest of the same pipeline's requests, under the same token, so they share one write.
-    const rest = await repos.events.replays.claim<Record<string, unknown>>({
-      where: (q) => {
-        q.whereNotNull('replay_requested_at').andWhere('pipeline_id', pipelineId);
-      },
-      orderBy: ['replay_requested_at', 'event_id'],
-      limit: options.replayBatchSize - 1,
-      holder: ctx.instanceId,
-      ttlMs: options.leaseTtlMs,
-      now: ctx.clock.now(),
-    });
+    const pipelineId = head.pipeline_id;
+    // The rest of the same pipeline's requests, under their own token, so they share one write.
+    const rest = await repos.events.claimReplays({ ...lease, pipelineId, limit: options.replayBatchSize - 1, now: ctx.clock.now() });
     const claims = [{ token: first.token, rows: first.rows }, { token: rest.token, rows: rest.rows }];
     const release = async () => {
-      for (const c of claims) for (const r of c.rows) await repos.events.replays.release(String(r.event_id), c.token);
+      for (const c of claims) for (const r of c.rows) await repos.events.replays.release(r.event_id, c.token);
     };
     const pipeline = await repos.pipelines.getAnyWorkspace(pipelineId);
     if (!pipeline || pipeline.state !== 'active') {
@@ -101,13 +81,8 @@ export class ReplayWorker {
       const chain = compileSteps(ctx, pipeline);
       for (const claim of claims) {
         if (claim.rows.length === 0) continue;
-        const letters = claim.rows.map(toDeadLetter);
-        const attempts = await repos.events.attemptsOf(letters.map((l) => l.event_id));
-        const items: WorkItem[] = letters.map((l) => ({
-          event: { id: l.event_id, type: String(l.record.type), occurredAt: String(l.record.occurred_at), payload: l.record.payload as JsonObject },
-          fromStep: l.stage === 'destination' ? chain.length : Math.min(chain.length, Number(l.stage.slice('transform:'.length)) || 0),
-          attemptsBefore: attempts.get(l.event_id) ?? 0,
-        }));
+        const attempts = await repos.events.attemptsOf(claim.rows.map((l) => l.event_id));
+        const items = claim.rows.map((l) => replayItem(l, chain.length, attempts.get(l.event_id) ?? 0));
         let results;
         try {
           results = await processItems(
@@ -128,17 +103,4 @@ export class ReplayWorker {
     }
     return true;
   }
-}
-
-function toDeadLetter(row: Record<string, unknown>): DeadLetterRow {
-  const record = typeof row.record === 'string' ? (JSON.parse(row.record) as JsonObject) : (row.record as JsonObject);
-  return {
-    event_id: String(row.event_id),
-    workspace_id: String(row.workspace_id),
-    pipeline_id: String(row.pipeline_id),
-    stage: String(row.stage),
-    record,
-    replay_requested_at: (row.replay_requested_at as string | null) ?? null,
-    created_at: String(row.created_at),
-  };
 }

@@ -1,7 +1,8 @@
 import { nowIso, transact, type EngineContext, type Emit } from '../engine/index.js';
 import { runChanged } from './run-feed.js';
 import { FerryError } from '../common/index.js';
-import { isUniqueViolation, fencedCheckpointStep, asEventUpsert, eventOutcomesStep, type DeadLetterRow, type EventRow, runCountsStep, type WriterOrder, type WriterStep, type PipelineRow, type Repositories } from '../storage/index.js';
+import { recordDeadLetters } from '../events/index.js';
+import { isUniqueViolation, fencedCheckpointStep, asEventUpsert, eventOutcomesStep, type EventRow, runCountsStep, type WriterOrder, type WriterStep, type PipelineRow, type Repositories } from '../storage/index.js';
 import type { Checkpoint } from '../plugin-api/index.js';
 import type { ItemResult } from './event-processor.js';
 
@@ -31,26 +32,13 @@ export function countResults(read: number, results: readonly ItemResult[]): Batc
 }
 
 /**
- * Writes the event-log rows (and dead letters) of processed events and announces each dead
- * letter, inside the caller's transaction.
+ * Writes the event-log rows of processed events, and their dead letters (announced), inside the
+ * caller's transaction.
  */
-async function recordResults(repos: Repositories, emit: Emit, pipeline: PipelineRow, results: readonly ItemResult[], now: string, fresh = false): Promise<void> {
+export async function recordResults(repos: Repositories, emit: Emit, pipeline: PipelineRow, results: readonly ItemResult[], now: string, fresh = false): Promise<void> {
   // Times come from the flow (or a stored dead letter), spelled canonically already.
   await repos.events.upsertMany(eventRows(pipeline, results, now), { canonicalTimes: true, fresh });
-  for (const r of results) {
-    if (r.status !== 'dead_lettered') continue;
-    const letter: DeadLetterRow = {
-      event_id: r.event.id,
-      workspace_id: pipeline.workspace_id,
-      pipeline_id: pipeline.id,
-      stage: r.stage,
-      record: { id: r.event.id, type: r.event.type, occurred_at: r.event.occurredAt, payload: r.event.payload },
-      replay_requested_at: null,
-      created_at: now,
-    };
-    await repos.events.putDeadLetter(letter);
-    emit(pipeline.workspace_id, 'event.dead_lettered', { pipeline_id: pipeline.id, event_id: r.event.id, stage: r.stage, code: r.code });
-  }
+  await recordDeadLetters(repos, emit, pipeline, results, now);
 }
 
 /** The event-log rows of processed events. */
@@ -151,24 +139,4 @@ export async function commitBatch(
   }
   ctx.eventLog.publish(input.pipeline.workspace_id, input.pipeline.id, results, now);
   if (input.runId) runChanged(ctx, { workspace_id: input.pipeline.workspace_id, pipeline_id: input.pipeline.id, id: input.runId });
-}
-
-/**
- * Commits replayed events: their new outcome in the event log, and their dead letters removed
- * (delivered, filtered) or replaced (failed again, at the stage where it failed this time). Each
- * dead letter is compare-and-set on the replay lease `token`; if another engine took one over,
- * the whole commit is refused (`lease_lost`) and that engine's outcome stands.
- */
-export async function commitReplay(ctx: EngineContext, input: { pipeline: PipelineRow; token: string; results: readonly ItemResult[] }): Promise<void> {
-  const now = nowIso(ctx);
-  await transact(ctx, async (repos, emit) => {
-    for (const r of input.results) {
-      // Ends the lease and the request; a dead letter of a replay that failed again is rewritten below.
-      const held = await repos.events.replays.complete(r.event.id, input.token, { replay_requested_at: null }, ctx.clock.now());
-      if (!held) throw new FerryError('lease_lost', `The replay of ${r.event.id} was taken over; its outcome is not committed.`);
-      if (r.status !== 'dead_lettered') await repos.events.deleteDeadLetter(r.event.id);
-    }
-    await recordResults(repos, emit, input.pipeline, input.results, now);
-  });
-  ctx.eventLog.publish(input.pipeline.workspace_id, input.pipeline.id, input.results, now);
 }

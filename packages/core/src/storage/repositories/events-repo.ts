@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { keysetPage, type KeysetResult } from '../keyset.js';
-import { LeasedQueue } from '../../queue/index.js';
+import { LeasedQueue, type Claim } from '../../queue/index.js';
 import { inSqliteTransaction, sqliteStatement } from '../sqlite-direct.js';
 import { affected, fromJson, isUniqueViolation, toInt, toJson, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';
@@ -230,6 +230,26 @@ export class EventsRepo {
   }
 
   /** The dead letter of an event, if it has one. */
+  /**
+   * Claims requested replays (dead letters with `replay_requested_at`), oldest request first: of
+   * one pipeline, or of any active pipeline. See `LeasedQueue.claim`.
+   */
+  async claimReplays(options: { pipelineId?: string; limit: number; holder: string; ttlMs: number; now: number }): Promise<Claim<DeadLetterRow>> {
+    const claim = await this.replays.claim<Record<string, unknown>>({
+      where: (q) => {
+        q.whereNotNull('replay_requested_at');
+        if (options.pipelineId !== undefined) q.andWhere('pipeline_id', options.pipelineId);
+        else q.whereExists((sub) => sub.select('id').from('pipelines').whereRaw('pipelines.id = dead_letters.pipeline_id').andWhere('pipelines.state', 'active').whereNull('pipelines.deleted_at'));
+      },
+      orderBy: ['replay_requested_at', 'event_id'],
+      limit: options.limit,
+      holder: options.holder,
+      ttlMs: options.ttlMs,
+      now: options.now,
+    });
+    return { token: claim.token, rows: claim.rows.map(mapDeadLetter) };
+  }
+
   async getDeadLetter(eventId: string): Promise<DeadLetterRow | null> {
     const row = await this.db('dead_letters').where({ event_id: eventId }).first();
     return row ? mapDeadLetter(row) : null;
