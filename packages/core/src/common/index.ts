@@ -13,4 +13,4 @@ export { silentLogger, type LogFn, type Logger } from './logger.js';
 export { CURSOR_TTL_MS, CursorCodec, DEFAULT_LIMIT, MAX_LIMIT, normalizeLimit, paginate, type CursorScope } from './pagination.js';
 export { TimestampSchema, inputSchemas, readOnlyFields } from './schemas.js';
 export { resourceSchemas } from './shapes.js';
-export { assertSchema, assertText, compile, hasInvalidCharacter, pointerToken, schemaErrors, type SchemaErrorOptions } from './validation.js';
+export { assertSchema, assertText, compile, hasInvalidCharacter, normalizeTimestamp, pointerToken, schemaErrors, type SchemaErrorOptions } from './validation.js';

@@ -2,6 +2,7 @@ import { Kind, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
 import { validationError, type FerryError, type FieldError } from './errors.js';
+import { TimestampSchema } from './schemas.js';
 
 const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
 
@@ -151,4 +152,16 @@ function characterErrors(value: unknown, pointer: string, out: FieldError[]): Fi
 export function assertSchema<T extends TSchema>(schema: T, value: unknown, options: SchemaErrorOptions = {}): void {
   const errors = schemaErrors(schema, value, options);
   if (errors.length > 0) throw validationError(errors);
+}
+
+/**
+ * Normalizes an ISO 8601 bound to the stored form (UTC, milliseconds) so it compares correctly
+ * with `occurred_at` on both dialects; `pointer` names the field in errors.
+ */
+export function normalizeTimestamp(value: string, pointer: string): string {
+  const ms = compile(TimestampSchema).Check(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(ms)) {
+    throw validationError([{ pointer, code: 'format', detail: 'Expected an ISO 8601 timestamp such as 2026-11-22T10:00:00.000Z.' }]);
+  }
+  return new Date(ms).toISOString();
 }

@@ -1,19 +1,7 @@
-import { type BulkReplayInput, type Count, type EventRecord, type ListEventsParams, type Page, EVENT_STATUSES, notFound, validationError, type FieldError, paginate, inputSchemas, TimestampSchema, assertSchema, assertText, compile } from '../common/index.js';
+import { type BulkReplayInput, type Count, type EventRecord, type ListEventsParams, type Page, EVENT_STATUSES, notFound, validationError, type FieldError, paginate, inputSchemas, assertSchema, assertText, normalizeTimestamp } from '../common/index.js';
 import { nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 import type { EventRow } from '../storage/index.js';
 import { requestReplay } from './dead-letters.js';
-
-/**
- * Normalizes an ISO 8601 bound to the stored form (UTC, milliseconds) so it compares correctly
- * with `occurred_at` on both dialects; `pointer` names the field in errors.
- */
-export function normalizeTimestamp(value: string, pointer: string): string {
-  const ms = compile(TimestampSchema).Check(value) ? Date.parse(value) : Number.NaN;
-  if (Number.isNaN(ms)) {
-    throw validationError([{ pointer, code: 'format', detail: 'Expected an ISO 8601 timestamp such as 2026-11-22T10:00:00.000Z.' }]);
-  }
-  return new Date(ms).toISOString();
-}
 
 /**
  * The per-pipeline event log (contract section 7): listing, and replay of dead-lettered events,

@@ -5,6 +5,6 @@
 export { commitReplay, recordDeadLetters, replayItem, requestReplay } from './dead-letters.js';
 export { deriveEventId } from './event-id.js';
 export { EventLogFeed, eventsStream, type EventsStreamOptions } from './event-log-feed.js';
-export { EventsService, normalizeTimestamp } from './events-service.js';
+export { EventsService } from './events-service.js';
 export { IngestService, MAX_INGEST_EVENTS, type IngestResult } from './ingest-service.js';
 export { ReplayWorker } from './replay-worker.js';

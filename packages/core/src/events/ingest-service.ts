@@ -1,11 +1,10 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { verifyWebhook, WebhookVerificationError } from '../crypto/index.js';
-import { parseExactJson, FerryError, notFound, validationError, schemaErrors } from '../common/index.js';
+import { parseExactJson, normalizeTimestamp, FerryError, notFound, validationError, schemaErrors } from '../common/index.js';
 import { nowIso, reader, transact, type EngineContext } from '../engine/index.js';
 import type { JsonObject } from '../plugin-api/index.js';
 import type { InboxRow } from '../storage/index.js';
 import { openConnector } from '../connectors/index.js';
-import { normalizeTimestamp } from './events-service.js';
 
 /** Most events one ingest request may carry (contract section 11). */
 export const MAX_INGEST_EVENTS = 1000;
