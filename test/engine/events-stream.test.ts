@@ -1,35 +1,12 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, sqliteStorage, type Engine, type EventRecord } from '@ferry/core';
-import { eventually, MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
+import { type EventRecord } from '@ferry/core';
+import { eventually } from '@ferry/testing';
+import { startMemoryPipeline, stopMemoryEngines, WS } from '../support/memory-pipeline.js';
 
-const WS = 'default';
-const engines: Engine[] = [];
-afterEach(async () => {
-  await Promise.all(engines.splice(0).map((e) => e.stop()));
-});
-
-async function start() {
-  const clock = new VirtualClock(undefined, { settleRealMs: 1 });
-  const hub = new MemoryHub({ clock });
-  const engine = await createEngine({
-    storage: sqliteStorage({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-events-stream-')), 'ferry.db') }),
-    clock,
-    secretKey: generateSecretKey(),
-    plugins: [memoryConnector(hub)],
-  });
-  await engine.start();
-  engines.push(engine);
-  const source = await engine.connectors.create(WS, { type: 'memory', direction: 'source', config: { name: 'in' } });
-  const destination = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
-  const pipeline = await engine.pipelines.create(WS, { name: 'streamed', source_connector_id: source.id, destination_connector_id: destination.id, activate: true, batch_size: 100, flush_interval_ms: 10 });
-  return { engine, clock, hub, pipeline };
-}
+afterEach(stopMemoryEngines);
 
 it('replays the event log in order, then tails each event this engine records, replayed ones with their new outcome', async () => {
-  const { engine, clock, hub, pipeline } = await start();
+  const { engine, clock, hub, pipeline } = await startMemoryPipeline({ name: 'streamed' });
   hub.sink('out').reject((e) => e.payload.n === 3);
   for (let n = 0; n < 5; n++) hub.stream('in').push({ type: n % 2 === 0 ? 'even' : 'odd', payload: { n } });
   await eventually(clock, async () => (await engine.events.list(WS, pipeline.id)).data.length === 5, 1000);
@@ -75,7 +52,7 @@ it('replays the event log in order, then tails each event this engine records, r
 });
 
 it('applies `since` to the replay and to what it hears live', async () => {
-  const { engine, clock, hub, pipeline } = await start();
+  const { engine, clock, hub, pipeline } = await startMemoryPipeline({ name: 'streamed' });
   hub.stream('in').push({ type: 't', payload: { n: 1 }, occurredAt: '2026-01-01T00:00:00.000Z' });
   hub.stream('in').push({ type: 't', payload: { n: 2 }, occurredAt: '2026-03-01T00:00:00.000Z' });
   await eventually(clock, async () => (await engine.events.list(WS, pipeline.id)).data.length === 2, 1000);
@@ -90,7 +67,7 @@ it('applies `since` to the replay and to what it hears live', async () => {
 });
 
 it('ends with the listing\u2019s error: an unknown pipeline, an invalid since', async () => {
-  const { engine, pipeline } = await start();
+  const { engine, pipeline } = await startMemoryPipeline({ name: 'streamed' });
   const errorOf = (options: { since?: string } = {}, id = pipeline.id) =>
     new Promise<unknown>((resolve) => engine.events$(WS, id, options).subscribe({ error: resolve, complete: () => resolve('completed') }));
   expect(await errorOf({}, 'pip_00000000000000000000000000')).toMatchObject({ code: 'not_found' });

@@ -1,36 +1,13 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, isFerryError, sqliteStorage, type Engine, type Run } from '@ferry/core';
-import { eventually, MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
+import { isFerryError, type Run } from '@ferry/core';
+import { eventually } from '@ferry/testing';
+import { startMemoryPipeline, stopMemoryEngines, WS } from '../support/memory-pipeline.js';
 
-const WS = 'default';
-const engines: Engine[] = [];
-afterEach(async () => {
-  await Promise.all(engines.splice(0).map((e) => e.stop()));
-});
-
-async function start(schedule: string | null) {
-  const clock = new VirtualClock(undefined, { settleRealMs: 1 });
-  const hub = new MemoryHub({ clock });
-  const engine = await createEngine({
-    storage: sqliteStorage({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-runs-stream-')), 'ferry.db') }),
-    clock,
-    secretKey: generateSecretKey(),
-    plugins: [memoryConnector(hub)],
-  });
-  await engine.start();
-  engines.push(engine);
-  const source = await engine.connectors.create(WS, { type: 'memory', direction: 'source', config: { name: 'in' } });
-  const destination = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
-  const pipeline = await engine.pipelines.create(WS, { name: 'runs', source_connector_id: source.id, destination_connector_id: destination.id, activate: true, batch_size: 10, flush_interval_ms: 10, schedule });
-  return { engine, clock, hub, pipeline };
-}
+afterEach(stopMemoryEngines);
 
 it('replays the runs oldest first, then each committed change of a run: queued, running, counted, ended', async () => {
   // Once a year: only manual runs happen during the test.
-  const { engine, clock, hub, pipeline } = await start('0 0 1 1 *');
+  const { engine, clock, hub, pipeline } = await startMemoryPipeline({ name: 'runs', schedule: '0 0 1 1 *', batchSize: 10 });
   for (let n = 0; n < 25; n++) hub.stream('in').push({ type: 't', payload: { n } });
   const first = await engine.pipelines.triggerRun(WS, pipeline.id);
   await eventually(clock, async () => (await engine.pipelines.listRuns(WS, pipeline.id)).data[0]?.status === 'succeeded', 1000);
@@ -66,7 +43,7 @@ it('replays the runs oldest first, then each committed change of a run: queued, 
 });
 
 it('replays only the runs created since a time, and refuses an unknown pipeline or a bad time', async () => {
-  const { engine, clock, hub, pipeline } = await start('0 0 1 1 *');
+  const { engine, clock, hub, pipeline } = await startMemoryPipeline({ name: 'runs', schedule: '0 0 1 1 *', batchSize: 10 });
   hub.stream('in').push({ type: 't', payload: { n: 1 } });
   const old = await engine.pipelines.triggerRun(WS, pipeline.id);
   await eventually(clock, async () => (await engine.pipelines.listRuns(WS, pipeline.id)).data[0]?.status === 'succeeded', 1000);
@@ -91,7 +68,7 @@ it('replays only the runs created since a time, and refuses an unknown pipeline 
 });
 
 it('follows a streaming pipeline: its run counts each batch, and a pause ends it', async () => {
-  const { engine, clock, hub, pipeline } = await start(null);
+  const { engine, clock, hub, pipeline } = await startMemoryPipeline({ name: 'runs', batchSize: 10 });
   const seen: Run[] = [];
   const sub = engine.runs$(WS, pipeline.id).subscribe((r) => seen.push(r));
   await eventually(clock, async () => seen.at(-1)?.status === 'running', 1000);

@@ -7,6 +7,7 @@
  * (`index.ts`, `internal.ts`) follow the same rule.
  */
 import path from 'node:path';
+import { moduleSpecifiers } from './module-specifiers.js';
 
 const CORE_SRC = 'packages/core/src';
 
@@ -47,14 +48,7 @@ const rule = {
       if (!index.startsWith('.')) index = `./${index}`;
       context.report({ node, messageId: 'pastIndex', data: { source, folder, index } });
     }
-    return {
-      ImportDeclaration(node) { check(node.source, String(node.source.value)); },
-      ExportNamedDeclaration(node) { if (node.source) check(node.source, String(node.source.value)); },
-      ExportAllDeclaration(node) { check(node.source, String(node.source.value)); },
-      ImportExpression(node) {
-        if (node.source.type === 'Literal' && typeof node.source.value === 'string') check(node.source, node.source.value);
-      },
-    };
+    return moduleSpecifiers(check);
   },
 };
 

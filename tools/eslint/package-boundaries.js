@@ -17,6 +17,7 @@
  */
 import path from 'node:path';
 import coreFolders from './core-folders.js';
+import { moduleSpecifiers } from './module-specifiers.js';
 
 const INTERNAL = '@ferry/core/internal';
 
@@ -89,14 +90,7 @@ const rule = {
         context.report({ node, messageId: 'layer', data: { root, pkg, allowed: allowed.join(', ') || 'none' } });
       }
     }
-    return {
-      ImportDeclaration(node) { check(node.source, String(node.source.value)); },
-      ExportNamedDeclaration(node) { if (node.source) check(node.source, String(node.source.value)); },
-      ExportAllDeclaration(node) { check(node.source, String(node.source.value)); },
-      ImportExpression(node) {
-        if (node.source.type === 'Literal' && typeof node.source.value === 'string') check(node.source, node.source.value);
-      },
-    };
+    return moduleSpecifiers(check);
   },
 };
 
