@@ -78,9 +78,12 @@ it('snapshot, then the stream; pause and activate resume at the confirmed positi
   expect(ids(hub).slice(30)).toEqual([31, 32, 1, 33, 2]);
   expect([...hub.sink('out').events.values()].slice(30).map((e) => e.type)).toEqual(['items.insert', 'items.insert', 'items.update', 'items.insert', 'items.delete']);
   expect(hub.sink('out').duplicates).toBe(0);
-  // The event log lists them too, each once.
+  // The event log lists them too, each once, once the last batch has committed (the destination
+  // takes a batch before its commit).
+  await until(clock, async () => (await engine.events.list(WS, pipeline.id, { limit: 100 })).data.length >= 35);
   const listed = await engine.events.list(WS, pipeline.id, { limit: 100 });
   expect(listed.data).toHaveLength(35);
+  expect(new Set(listed.data.map((e) => e.id)).size).toBe(35);
 
   await engine.pipelines.pause(WS, pipeline.id);
   await until(clock, async () => (await slotOf(slot))?.active === false);

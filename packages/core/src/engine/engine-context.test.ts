@@ -1,4 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { TransactionScope } from './transaction-scope.js';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { systemClock, type PlatformEvent, IdGenerator, silentLogger } from '../common/index.js';
 import { reader, transact, type EngineContext } from './engine-context.js';
@@ -18,7 +18,7 @@ beforeEach(async () => {
   bus.on('*', (e) => published.push(e));
   ctx = {
     storage, bus, clock: systemClock, logger: silentLogger, ids: new IdGenerator(systemClock), instanceId: 'test',
-    currentTransaction: new AsyncLocalStorage(), assertRunning: () => undefined,
+    currentTransaction: new TransactionScope(), assertRunning: () => undefined,
   } as unknown as EngineContext;
 });
 

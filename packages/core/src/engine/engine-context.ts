@@ -1,5 +1,5 @@
-import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { EventLogFeed } from '../events/index.js';
+import type { TransactionScope } from './transaction-scope.js';
 import type { RunFeed } from '../pipelines/index.js';
 import { type Clock, type PlatformEvent, type PlatformEventType, FerryError, type IdGenerator, type Logger, type CursorCodec } from '../common/index.js';
 import type { SecretBox } from '../crypto/index.js';
@@ -35,7 +35,7 @@ export interface EngineContext {
   /** Changes of runs this engine commits, for `engine.runs$`. */
   readonly runFeed: RunFeed;
   /** The transaction the current async flow runs in, if any (see {@link transact}). */
-  readonly currentTransaction: AsyncLocalStorage<OpenTransaction>;
+  readonly currentTransaction: TransactionScope<OpenTransaction>;
   /**
    * Throws `unavailable` unless storage is open: the engine is running, or stopping while the
    * calls that started before the stop finish. New calls are refused at the engine's boundary.

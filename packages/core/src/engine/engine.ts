@@ -1,9 +1,9 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Observable } from 'rxjs';
 import type { DependencyContainer } from 'tsyringe';
 import { guardedClock, systemClock, type Clock, type EventRecord, type PlatformEvent, type Run, type PlatformEventType, FerryError, IdGenerator, silentLogger, type Logger, CursorCodec } from '../common/index.js';
 import { createEngineContainer } from './container.js';
+import { TransactionScope } from './transaction-scope.js';
 import { generateSecretKey, parseSecretKey, SecretBox } from '../crypto/index.js';
 import { EventLogFeed, eventsStream, type EventsStreamOptions, EventsService, IngestService } from '../events/index.js';
 import { recoverRotations, ConnectorsService } from '../connectors/index.js';
@@ -163,7 +163,7 @@ export class Engine {
       sourceLag: this.lag,
       eventLog: this.eventLog,
       runFeed: this.runFeed,
-      currentTransaction: new AsyncLocalStorage(),
+      currentTransaction: new TransactionScope(),
       settings: {
         outboundAllow: options.outboundAllow ?? [],
         pipelineDefaults: { batch_size: 500, flush_interval_ms: 1000, max_attempts: 3, ...options.pipelineDefaults },
