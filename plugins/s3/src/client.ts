@@ -1,7 +1,7 @@
-import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
-import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
+import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import { ConnectorError, type ConnectorOutbound } from '@ferry/core';
 import { DEFAULT_REGION, type S3Config } from './config.js';
+import { awsSdk, type AwsSdk } from './sdk.js';
 
 /** Options of the clients a connector opens. */
 export interface ClientOptions {
@@ -39,19 +39,20 @@ function requestHandler(options: ClientOptions) {
  * `url_not_allowed` when the outbound policy refuses `endpoint` (http to a host it does not
  * allow, or a private, loopback or metadata address).
  */
-export function createClient(config: S3Config, options: ClientOptions): S3Client {
+export async function createClient(config: S3Config, options: ClientOptions): Promise<S3Client> {
   if (config.endpoint !== undefined) options.outbound.assertUrl(config.endpoint);
+  const sdk = await awsSdk();
   const base: Credentials | undefined =
     config.access_key_id !== undefined && config.secret_access_key !== undefined
       ? { accessKeyId: config.access_key_id, secretAccessKey: config.secret_access_key, ...(config.session_token !== undefined ? { sessionToken: config.session_token } : {}) }
       : undefined;
   const region = config.region ?? DEFAULT_REGION;
   const checksums = config.checksums === 'when_required' ? 'WHEN_REQUIRED' : 'WHEN_SUPPORTED';
-  return new S3Client({
+  return new sdk.S3Client({
     region,
     ...(config.endpoint !== undefined ? { endpoint: config.endpoint } : {}),
     forcePathStyle: config.force_path_style ?? false,
-    ...(config.role_arn !== undefined ? { credentials: assumedRole(config.role_arn, config.external_id, region, base, options) } : base ? { credentials: base } : {}),
+    ...(config.role_arn !== undefined ? { credentials: assumedRole(sdk, config.role_arn, config.external_id, region, base, options) } : base ? { credentials: base } : {}),
     requestChecksumCalculation: checksums,
     responseChecksumValidation: checksums,
     // The engine retries a failed batch with its own backoff and health reporting; the SDK's
@@ -62,14 +63,14 @@ export function createClient(config: S3Config, options: ClientOptions): S3Client
 }
 
 /** Credentials of `roleArn`, assumed through STS and renewed five minutes before they expire. */
-function assumedRole(roleArn: string, externalId: string | undefined, region: string, base: Credentials | undefined, options: ClientOptions): () => Promise<{ accessKeyId: string; secretAccessKey: string; sessionToken: string; expiration: Date }> {
+function assumedRole(sdk: AwsSdk, roleArn: string, externalId: string | undefined, region: string, base: Credentials | undefined, options: ClientOptions): () => Promise<{ accessKeyId: string; secretAccessKey: string; sessionToken: string; expiration: Date }> {
   const now = options.now;
   // STS is reached through the same policy as the store.
-  const sts = new STSClient({ region, ...(base ? { credentials: base } : {}), requestHandler: requestHandler(options) });
+  const sts = new sdk.STSClient({ region, ...(base ? { credentials: base } : {}), requestHandler: requestHandler(options) });
   let current: { accessKeyId: string; secretAccessKey: string; sessionToken: string; expiration: Date } | undefined;
   return async () => {
     if (current && current.expiration.getTime() - 5 * 60_000 > now()) return current;
-    const answer = await sts.send(new AssumeRoleCommand({ RoleArn: roleArn, RoleSessionName: 'ferry', ...(externalId !== undefined ? { ExternalId: externalId } : {}) }));
+    const answer = await sts.send(new sdk.AssumeRoleCommand({ RoleArn: roleArn, RoleSessionName: 'ferry', ...(externalId !== undefined ? { ExternalId: externalId } : {}) }));
     const c = answer.Credentials;
     if (!c?.AccessKeyId || !c.SecretAccessKey || !c.SessionToken || !c.Expiration) {
       throw new ConnectorError('auth_failed', `Assuming ${roleArn} returned no credentials.`, { retryable: false });

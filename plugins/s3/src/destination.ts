@@ -1,9 +1,9 @@
 import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import { ConnectorError, type Destination, type DestinationEvent, type WriteResult } from '@ferry/core';
 import { classifyError } from './client.js';
+import { awsSdk } from './sdk.js';
 import { DEFAULT_MAX_BATCH_BYTES, MIN_PART_BYTES, type S3Config } from './config.js';
 
 const gzip = promisify(gzipCallback);
@@ -85,6 +85,7 @@ export function s3Destination(client: S3Client, config: S3Config, pipelineId: st
     async write(events, signal) {
       const results: WriteResult[] = events.map(() => ({ ok: true }));
       const { objects, refused } = planObjects(events, config, pipelineId);
+      const { Upload } = await awsSdk();
       for (const [index, error] of refused) results[index] = { ok: false, error };
       for (const object of objects) {
         if (signal.aborted) throw new ConnectorError('aborted', 'The write was cancelled.', { retryable: true });

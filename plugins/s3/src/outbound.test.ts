@@ -56,7 +56,9 @@ describe('s3 outbound policy', () => {
     expect([trap.connections, trap.bytes]).toEqual([0, 0]);
   });
 
-  it('opening a source or destination at a refused endpoint fails at once with url_not_allowed', () => {
-    expect(() => plugin.destination!(connectorContext(at('http://s3.example.com')))).toThrow(expect.objectContaining({ code: 'url_not_allowed', retryable: false }));
+  it('opening a source or destination at a refused endpoint fails at once with url_not_allowed', async () => {
+    // Refused before the client exists, so before any connection.
+    await expect(Promise.resolve().then(() => plugin.destination!(connectorContext(at('http://s3.example.com'))))).rejects.toMatchObject({ code: 'url_not_allowed', retryable: false });
+    await expect(Promise.resolve().then(() => plugin.source!(connectorContext(at('http://s3.example.com'))))).rejects.toMatchObject({ code: 'url_not_allowed', retryable: false });
   });
 });

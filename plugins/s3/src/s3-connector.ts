@@ -1,8 +1,8 @@
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition, type ConnectorOutbound } from '@ferry/core';
 import { classifyError, createClient, type ClientOptions } from './client.js';
 import { s3ConfigSchema, validateS3Config, type S3Config } from './config.js';
 import { s3Destination } from './destination.js';
+import { awsSdk } from './sdk.js';
 import { s3Source } from './source.js';
 
 /** This plugin's version. */
@@ -47,7 +47,8 @@ export function s3(options: S3Options = {}): S3Connector {
    * be proven without writing, and a check writes nothing.
    */
   const probe = async (config: S3Config, now: () => number, outbound: ConnectorOutbound, signal: AbortSignal) => {
-    const client = createClient(config, clientOptions(now, outbound));
+    const client = await createClient(config, clientOptions(now, outbound));
+    const { ListObjectsV2Command } = await awsSdk();
     try {
       await client.send(new ListObjectsV2Command({ Bucket: config.bucket, Prefix: config.prefix ?? '', MaxKeys: 1 }), { abortSignal: signal });
     } finally {
@@ -70,12 +71,12 @@ export function s3(options: S3Options = {}): S3Connector {
         (error) => classifyError(error, 'check'),
       ),
 
-    source(ctx) {
-      return s3Source(createClient(ctx.config, clientOptions(() => ctx.clock.now(), ctx.outbound)), ctx.config);
+    async source(ctx) {
+      return s3Source(await createClient(ctx.config, clientOptions(() => ctx.clock.now(), ctx.outbound)), ctx.config);
     },
 
-    destination(ctx) {
-      return s3Destination(createClient(ctx.config, clientOptions(() => ctx.clock.now(), ctx.outbound)), ctx.config, ctx.pipelineId);
+    async destination(ctx) {
+      return s3Destination(await createClient(ctx.config, clientOptions(() => ctx.clock.now(), ctx.outbound)), ctx.config, ctx.pipelineId);
     },
 
     /**

@@ -94,7 +94,7 @@ describe('s3 destination', () => {
     const c = await config({ max_batch_bytes: 32 * 1024 * 1024 });
     // The plugin's own client, with a step that notes each command it sends.
     const sent: string[] = [];
-    const client = createClient(c, { maxSockets: 4, requestTimeoutMs: 30_000, now: () => 0, outbound: createConnectorOutbound({ allow: ['127.0.0.1'] }) });
+    const client = await createClient(c, { maxSockets: 4, requestTimeoutMs: 30_000, now: () => 0, outbound: createConnectorOutbound({ allow: ['127.0.0.1'] }) });
     client.middlewareStack.add((next, context) => (args) => {
       sent.push(String(context.commandName));
       return next(args);

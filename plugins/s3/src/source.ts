@@ -1,8 +1,9 @@
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { ConnectorError, parseExactJson, type Checkpoint, type JsonObject, type JsonValue, type PullSource, type SourceRecord } from '@ferry/core';
 import { classifyError } from './client.js';
+import { awsSdk } from './sdk.js';
 import type { S3Config } from './config.js';
 
 /** The event type of a line that carries none, when the config sets no `type`. */
@@ -82,6 +83,7 @@ const LIST_PAGE = 20;
 
 /** The next keys after `after` under `prefix`, in order, leaving out "folder" keys. */
 async function listAfter(client: S3Client, bucket: string, prefix: string, after: string | undefined, signal: AbortSignal): Promise<string[]> {
+  const { ListObjectsV2Command } = await awsSdk();
   const answer = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ...(after !== undefined ? { StartAfter: after } : {}), MaxKeys: LIST_PAGE }), { abortSignal: signal });
   return (answer.Contents ?? []).map((o) => o.Key!).filter((key) => key !== undefined && !key.endsWith('/'));
 }
@@ -98,6 +100,7 @@ async function readObject(client: S3Client, config: S3Config, from: S3Position, 
   const ranged = !gzipped && !isArray && from.offset > 0;
   let answer;
   try {
+    const { GetObjectCommand } = await awsSdk();
     answer = await client.send(new GetObjectCommand({ Bucket: config.bucket, Key: from.key, ...(ranged ? { Range: `bytes=${from.offset}-` } : {}) }), { abortSignal: signal });
   } catch (error) {
     // The last batch ended exactly at the object's end: nothing is left after the offset.

@@ -1,5 +1,6 @@
 import { ConnectorError, type ConnectorOutbound } from '@ferry/core';
-import snowflake from 'snowflake-sdk';
+import type snowflake from 'snowflake-sdk';
+import { snowflakeDriver } from './driver.js';
 import type { SnowflakeConfig } from './config.js';
 import { policyAgents, type PolicyAgents } from './outbound.js';
 
@@ -72,10 +73,11 @@ export async function openConnection(config: SnowflakeConfig, options: Connectio
     const url = outbound.assertUrl(config.access_url);
     await outbound.resolve(url.hostname);
   }
+  const driver = await snowflakeDriver();
   const agents = policyAgents(outbound);
   let connection: snowflake.Connection;
   try {
-    connection = snowflake.createConnection({ ...driverOptions(config, options), ...({ agentClass: agents.agentClass } as object) });
+    connection = driver.createConnection({ ...driverOptions(config, options), ...({ agentClass: agents.agentClass } as object) });
   } catch (error) {
     agents.destroy();
     // The driver checks its options as it creates the connection: a key it cannot parse, say.

@@ -1,4 +1,5 @@
-import sdk from 'snowflake-sdk';
+import type sdk from 'snowflake-sdk';
+import { configureDriverLogLevel } from './driver.js';
 import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition, type ConnectorOutbound } from '@ferry/core';
 import { checkSide } from './check.js';
 import { snowflakeConfigSchema, validateSnowflakeConfig, type SnowflakeConfig } from './config.js';
@@ -62,7 +63,7 @@ export function snowflake(options: SnowflakeOptions = {}): SnowflakeConnector {
   if (!Number.isFinite(connection.statementTimeoutMs) || connection.statementTimeoutMs <= 0) throw new RangeError('snowflake(): statementTimeoutMs must be positive.');
   if (!Number.isInteger(connection.loginRetries) || connection.loginRetries < 0) throw new RangeError('snowflake(): loginRetries must be a non-negative integer.');
 
-  sdk.configure({ logLevel: options.driverLogLevel ?? 'OFF' });
+  configureDriverLogLevel(options.driverLogLevel ?? 'OFF');
 
   /** Runs `work` on a session of its own, ended afterwards whatever happens. */
   const withSession = async <T>(config: SnowflakeConfig, outbound: ConnectorOutbound, work: (session: SnowflakeSession) => Promise<T>): Promise<T> => {
