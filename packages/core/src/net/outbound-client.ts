@@ -1,7 +1,8 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
-import { Agent, buildConnector } from 'undici';
+import type * as Undici from 'undici';
+import type { Agent, buildConnector as BuildConnector } from 'undici';
 import { systemClock, type Clock } from '../common/index.js';
 import { isBlockedAddress, isHostAllowed, isLocalhostName, policyHost, urlRefusal } from './outbound-policy.js';
 
@@ -112,11 +113,18 @@ class OutboundBlockedError extends Error {
  * await client.close();
  * ```
  */
+/** undici, imported on first use: it is a hundred modules that a process sending nothing should not load at start. */
+let undici: Promise<typeof Undici> | undefined;
+
 export class OutboundClient {
   readonly #allow: readonly string[];
   readonly #clock: Clock;
   readonly #maxResponseBytes: number;
-  readonly #agent: Agent;
+  readonly #pool: (load: typeof Undici) => Agent;
+  /** The connection pool, made by the first send. */
+  #agent: Promise<Agent> | undefined;
+  /** Closed or destroyed: a pool made after that is closed at once, so its sends end as `network`. */
+  #ended: 'closed' | 'destroyed' | undefined;
 
   /** Creates a client and its connection pool; see {@link OutboundClientOptions} for the defaults. */
   constructor(options: OutboundClientOptions = {}) {
@@ -126,11 +134,23 @@ export class OutboundClient {
     const connectTimeoutMs = integerAtLeast(1, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs');
     const connections = integerAtLeast(1, options.connectionsPerOrigin ?? DEFAULT_CONNECTIONS_PER_ORIGIN, 'connectionsPerOrigin');
     const lookup = options.lookup ?? systemLookup;
-    this.#agent = new Agent({
-      connect: guardedConnector(this.#allow, lookup, connectTimeoutMs),
-      connections,
-      // No redirect interceptor is composed onto this agent, so a 3xx comes back as it is.
+    this.#pool = ({ Agent, buildConnector }) =>
+      new Agent({
+        connect: guardedConnector(buildConnector, this.#allow, lookup, connectTimeoutMs),
+        connections,
+        // No redirect interceptor is composed onto this agent, so a 3xx comes back as it is.
+      });
+  }
+
+  /** The connection pool, made (and undici loaded) on first use. */
+  #agentNow(): Promise<Agent> {
+    this.#agent ??= (undici ??= import('undici')).then(async (load) => {
+      const agent = this.#pool(load);
+      if (this.#ended === 'closed') await agent.close();
+      else if (this.#ended === 'destroyed') await agent.destroy();
+      return agent;
     });
+    return this.#agent;
   }
 
   /**
@@ -163,7 +183,8 @@ export class OutboundClient {
     const onCallerAbort = () => controller.abort(caller?.reason);
     caller?.addEventListener('abort', onCallerAbort, { once: true });
     try {
-      const response = await this.#agent.request({
+      const agent = await this.#agentNow();
+      const response = await agent.request({
         origin: url.origin,
         path: `${url.pathname}${url.search}`,
         method: request.method,
@@ -189,7 +210,10 @@ export class OutboundClient {
    * stop at once.
    */
   async close(): Promise<void> {
-    if (!this.#agent.closed && !this.#agent.destroyed) await this.#agent.close();
+    this.#ended ??= 'closed';
+    if (!this.#agent) return;
+    const agent = await this.#agent;
+    if (!agent.closed && !agent.destroyed) await agent.close();
   }
 
   /**
@@ -197,7 +221,10 @@ export class OutboundClient {
    * (their outcome at the receiver is unknown, as with any broken connection).
    */
   async destroy(): Promise<void> {
-    if (!this.#agent.destroyed) await this.#agent.destroy();
+    this.#ended = 'destroyed';
+    if (!this.#agent) return;
+    const agent = await this.#agent;
+    if (!agent.destroyed) await agent.destroy();
   }
 }
 
@@ -268,7 +295,7 @@ export function guardedLookup(
  * {@link guardedLookup}, and the connected socket's remote address is checked again in case
  * anything between the lookup and the socket disagreed.
  */
-function guardedConnector(allow: readonly string[], lookup: OutboundLookup, timeout: number): buildConnector.connector {
+function guardedConnector(buildConnector: typeof BuildConnector, allow: readonly string[], lookup: OutboundLookup, timeout: number): BuildConnector.connector {
   const connect = buildConnector({ timeout, lookup: guardedLookup(lookup, allow) });
   return (options, callback) => {
     const host = policyHost(options.hostname);
