@@ -1,5 +1,6 @@
 import { ConnectorError, type ConnectorOutbound, type Logger } from '@ferry/core';
-import { Kafka, logLevel, type ISocketFactory, type KafkaConfig as KafkaJsConfig, type SASLOptions } from 'kafkajs';
+import type { ISocketFactory, Kafka, KafkaConfig as KafkaJsConfig, SASLOptions } from 'kafkajs';
+import { kafkaJs } from './kafkajs.js';
 import type { KafkaConfig } from './config.js';
 
 /** How the plugin's kafkajs clients retry a request before the error reaches the engine. */
@@ -36,7 +37,8 @@ export function policySocketFactory(outbound: ConnectorOutbound): ISocketFactory
  * reports it. Its log lines go to the engine's logger, errors as warnings (the plugin reports
  * the failure itself), nothing below warn.
  */
-export function createKafka(config: KafkaConfig, options: ClientOptions): Kafka {
+export async function createKafka(config: KafkaConfig, options: ClientOptions): Promise<Kafka> {
+  const { Kafka, logLevel } = await kafkaJs();
   const settings: KafkaJsConfig = {
     clientId: config.client_id ?? 'ferry',
     brokers: config.brokers,

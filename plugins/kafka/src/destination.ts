@@ -1,5 +1,5 @@
 import { ConnectorError, getPath, type Destination, type DestinationEvent, type JsonValue, type WriteResult } from '@ferry/core';
-import { CompressionTypes, type Kafka, type Message, type Producer } from 'kafkajs';
+import type { CompressionTypes, Kafka, Message, Producer } from 'kafkajs';
 import { classifyError } from './client.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, type KafkaConfig } from './config.js';
 
@@ -18,11 +18,11 @@ export const TYPE_HEADER = 'ferry-type';
  * (at least once). Consumers dedupe by the `ferry-id` header; a Ferry source reading the topic
  * gets the same event id back only through its own positions, so it does not.
  */
-export function kafkaDestination(kafka: Kafka, config: KafkaConfig): Destination {
+export function kafkaDestination(kafka: Kafka, config: KafkaConfig, compressionTypes: typeof CompressionTypes): Destination {
   const topic = config.topic!;
   const maxBytes = config.max_message_bytes ?? DEFAULT_MAX_MESSAGE_BYTES;
   const keyPath = config.key && config.key !== 'event_id' ? config.key.slice('payload.'.length) : undefined;
-  const compression = config.compression === 'gzip' ? CompressionTypes.GZIP : CompressionTypes.None;
+  const compression = config.compression === 'gzip' ? compressionTypes.GZIP : compressionTypes.None;
   const acks = config.acks ?? -1;
   // The mock brokers of the tests and many managed clusters refuse topic creation by clients:
   // a missing topic is an error the user sees, not a topic made with the broker's defaults.

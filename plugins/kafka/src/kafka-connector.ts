@@ -1,5 +1,6 @@
 import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition, type ConnectorOutbound, type Logger } from '@ferry/core';
 import { classifyError, createKafka } from './client.js';
+import { kafkaJs } from './kafkajs.js';
 import { brokerAddress, kafkaConfigSchema, validateKafkaConfig, type KafkaConfig } from './config.js';
 import { kafkaDestination } from './destination.js';
 import { kafkaSource, type ConsumerTimings } from './source.js';
@@ -43,7 +44,7 @@ export function kafka(options: KafkaOptions = {}): KafkaConnector {
     // Every bootstrap broker resolved and checked first: a refused one answers at once, instead
     // of after kafkajs's retries (each of which the socket factory would refuse too).
     await Promise.all(config.brokers.map((broker) => outbound.resolve(brokerAddress(broker).host)));
-    const admin = createKafka(config, { retries: Math.min(retries, 2), logger, outbound }).admin();
+    const admin = (await createKafka(config, { retries: Math.min(retries, 2), logger, outbound })).admin();
     try {
       await admin.connect();
       const topics = [...(config.topics ?? []), ...(config.topic !== undefined ? [config.topic] : [])];
@@ -69,13 +70,13 @@ export function kafka(options: KafkaOptions = {}): KafkaConnector {
         (error) => classifyError(error, 'check'),
       ),
 
-    source(ctx) {
+    async source(ctx) {
       const groupId = ctx.config.group_id ?? `ferry-${ctx.pipelineId}`;
-      return kafkaSource(createKafka(ctx.config, { retries, logger: ctx.logger, outbound: ctx.outbound }), ctx.config, groupId, timings, ctx.logger, retries);
+      return kafkaSource(await createKafka(ctx.config, { retries, logger: ctx.logger, outbound: ctx.outbound }), ctx.config, groupId, timings, ctx.logger, retries);
     },
 
-    destination(ctx) {
-      return kafkaDestination(createKafka(ctx.config, { retries, logger: ctx.logger, outbound: ctx.outbound }), ctx.config);
+    async destination(ctx) {
+      return kafkaDestination(await createKafka(ctx.config, { retries, logger: ctx.logger, outbound: ctx.outbound }), ctx.config, (await kafkaJs()).CompressionTypes);
     },
 
     /**
