@@ -1,7 +1,7 @@
 import { TransactionScope } from './transaction-scope.js';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { systemClock, type PlatformEvent, IdGenerator, silentLogger } from '../common/index.js';
-import { reader, transact, type EngineContext } from './engine-context.js';
+import { afterCommit, reader, transact, type EngineContext } from './engine-context.js';
 import { PlatformEventBus } from './platform-event-bus.js';
 import { FerryStorage, sqliteStorage } from '../storage/index.js';
 
@@ -55,4 +55,24 @@ it('a failure anywhere inside rolls back the nested change and its events too', 
   expect(await storage.repos.workspaces.get('ws3')).toBeNull();
   expect(await storage.repos.outbox.listForWorkspace('ws')).toEqual([]);
   expect(published).toEqual([]);
+});
+
+it('afterCommit runs once the transaction of its flow committed, in order, never after a rollback, and at once outside one', async () => {
+  const heard: string[] = [];
+  await transact(ctx, async (repos) => {
+    afterCommit(ctx, () => heard.push('first'));
+    await transact(ctx, async () => afterCommit(ctx, () => heard.push('nested')));
+    await repos.workspaces.ensure('ws4', '2026-01-01T00:00:00.000Z');
+    // A listener reading the change back must find it committed: nothing runs before the commit.
+    expect(heard).toEqual([]);
+  });
+  expect(heard).toEqual(['first', 'nested']);
+  await expect(
+    transact(ctx, async () => {
+      afterCommit(ctx, () => heard.push('rolled back'));
+      throw new Error('no');
+    }),
+  ).rejects.toThrow('no');
+  afterCommit(ctx, () => heard.push('outside'));
+  expect(heard).toEqual(['first', 'nested', 'outside']);
 });

@@ -550,6 +550,17 @@ describe('OutboundClient: timeouts, failures and aborts', () => {
     expect((await c.send({ url: target.url, method: 'GET', timeoutMs: 5000 })).kind).toBe('network');
   });
 
+  it('a client closed or destroyed before its first request answers every send as network', async () => {
+    // The pool (and undici) is made by the first send: one closed before that must not open one.
+    const closed = new OutboundClient({ allow: ['127.0.0.1'] });
+    await closed.close();
+    expect((await closed.send({ url: target.url, method: 'GET', timeoutMs: 5000 })).kind).toBe('network');
+    const destroyed = new OutboundClient({ allow: ['127.0.0.1'] });
+    await destroyed.destroy();
+    expect((await destroyed.send({ url: target.url, method: 'GET', timeoutMs: 5000 })).kind).toBe('network');
+    await destroyed.close();
+  });
+
   it('destroy ends a request in flight at once as network, without the clock', async () => {
     const silent = await loopback(() => undefined);
     try {
