@@ -1,6 +1,8 @@
 import { Observable, Subject } from 'rxjs';
 import type { EventRecord, ListEventsParams, Page } from '../common/index.js';
 import type { ItemResult } from '../pipelines/index.js';
+import { eventRows } from './event-rows.js';
+import { presentEvent } from './events-service.js';
 
 /** Event-log entries one commit of this engine recorded, for one pipeline. */
 export interface CommittedEvents {
@@ -23,20 +25,7 @@ export class EventLogFeed {
   /** Publishes a committed batch's outcomes (`now` is the commit's time). */
   publish(workspaceId: string, pipelineId: string, results: readonly ItemResult[], now: string): void {
     if (!this.committed.observed || results.length === 0) return;
-    const records: EventRecord[] = results.map((r) => {
-      const dead = r.status === 'dead_lettered';
-      return {
-        id: r.event.id,
-        pipeline_id: pipelineId,
-        type: r.event.type,
-        occurred_at: r.event.occurredAt,
-        payload: r.event.payload,
-        status: r.status,
-        attempts: r.attempts,
-        error: dead ? { stage: r.stage, code: r.code, message: r.message } : null,
-        dead_lettered_at: dead ? now : null,
-      };
-    });
+    const records = eventRows(workspaceId, pipelineId, results, now).map(presentEvent);
     this.committed.next({ workspaceId, pipelineId, records });
   }
 }

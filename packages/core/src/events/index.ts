@@ -4,6 +4,7 @@
  */
 export { commitReplay, recordDeadLetters, replayItem, requestReplay } from './dead-letters.js';
 export { deriveEventId } from './event-id.js';
+export { eventRows } from './event-rows.js';
 export { EventLogFeed, eventsStream, type EventsStreamOptions } from './event-log-feed.js';
 export { EventsService } from './events-service.js';
 export { IngestService, MAX_INGEST_EVENTS, type IngestResult } from './ingest-service.js';

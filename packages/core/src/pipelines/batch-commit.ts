@@ -1,8 +1,8 @@
 import { nowIso, transact, type EngineContext, type Emit } from '../engine/index.js';
 import { runChanged } from './run-feed.js';
 import { FerryError } from '../common/index.js';
-import { recordDeadLetters } from '../events/index.js';
-import { isUniqueViolation, fencedCheckpointStep, asEventUpsert, eventOutcomesStep, type EventRow, runCountsStep, type WriterOrder, type WriterStep, type PipelineRow, type Repositories } from '../storage/index.js';
+import { eventRows, recordDeadLetters } from '../events/index.js';
+import { isUniqueViolation, fencedCheckpointStep, asEventUpsert, eventOutcomesStep, runCountsStep, type WriterOrder, type WriterStep, type PipelineRow, type Repositories } from '../storage/index.js';
 import type { Checkpoint } from '../plugin-api/index.js';
 import type { ItemResult } from './event-processor.js';
 
@@ -37,32 +37,8 @@ export function countResults(read: number, results: readonly ItemResult[]): Batc
  */
 export async function recordResults(repos: Repositories, emit: Emit, pipeline: PipelineRow, results: readonly ItemResult[], now: string, fresh = false): Promise<void> {
   // Times come from the flow (or a stored dead letter), spelled canonically already.
-  await repos.events.upsertMany(eventRows(pipeline, results, now), { canonicalTimes: true, fresh });
+  await repos.events.upsertMany(eventRows(pipeline.workspace_id, pipeline.id, results, now), { canonicalTimes: true, fresh });
   await recordDeadLetters(repos, emit, pipeline, results, now);
-}
-
-/** The event-log rows of processed events. */
-function eventRows(pipeline: PipelineRow, results: readonly ItemResult[], now: string): EventRow[] {
-  const rows: EventRow[] = new Array(results.length);
-  for (let i = 0; i < results.length; i++) {
-    const r = results[i]!;
-    const dead = r.status === 'dead_lettered';
-    rows[i] = {
-      id: r.event.id,
-      workspace_id: pipeline.workspace_id,
-      pipeline_id: pipeline.id,
-      type: r.event.type,
-      occurred_at: r.event.occurredAt,
-      payload: r.event.payload,
-      status: r.status,
-      attempts: r.attempts,
-      error: dead ? { stage: r.stage, code: r.code, message: r.message } : null,
-      dead_lettered_at: dead ? now : null,
-      created_at: now,
-      updated_at: now,
-    };
-  }
-  return rows;
 }
 
 /**

@@ -1,0 +1,29 @@
+import type { EventRow } from '../storage/index.js';
+import type { ItemResult } from '../pipelines/index.js';
+
+/**
+ * The event-log rows of processed events: what a batch (or a replay) records, and, presented,
+ * what `engine.events$` hears of it. `now` is the commit's time.
+ */
+export function eventRows(workspaceId: string, pipelineId: string, results: readonly ItemResult[], now: string): EventRow[] {
+  const rows: EventRow[] = new Array(results.length);
+  for (let i = 0; i < results.length; i++) {
+    const r = results[i]!;
+    const dead = r.status === 'dead_lettered';
+    rows[i] = {
+      id: r.event.id,
+      workspace_id: workspaceId,
+      pipeline_id: pipelineId,
+      type: r.event.type,
+      occurred_at: r.event.occurredAt,
+      payload: r.event.payload,
+      status: r.status,
+      attempts: r.attempts,
+      error: dead ? { stage: r.stage, code: r.code, message: r.message } : null,
+      dead_lettered_at: dead ? now : null,
+      created_at: now,
+      updated_at: now,
+    };
+  }
+  return rows;
+}
