@@ -143,6 +143,10 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       await h.clock.advance(4000);
       expect(h.hub.stream('in').reads).toBe(2);
       const paused = h.engine.pipelines.pause(WS, p.id);
+      // The pause commits while the first batch is still being written (time stands still until
+      // then: moving it on first could let that batch finish, and the flow take the next, before
+      // the pause is in storage).
+      await eventually(h.clock, async () => (await h.engine.pipelines.get(WS, p.id)).state === 'paused');
       await eventually(h.clock, () => h.hub.sink('out').events.size === 100, 1000);
       // The batch read ahead is dropped, not written: the pause took effect after the first.
       expect((await paused).state).toBe('paused');
