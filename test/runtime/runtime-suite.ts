@@ -397,6 +397,45 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       expect(await allEvents(h, p.id)).toHaveLength(150);
     });
 
+    it('streaming pipelines spread over the engines that run them, and come back when one leaves', async () => {
+      const h = await setup({ leaseTtlMs: 30_000, pollIntervalMs: 5_000 });
+      const names = ['a', 'b', 'c', 'd', 'e'];
+      for (const name of names) push(h, 100, 0, `in-${name}`);
+      const pipelines = [];
+      for (const name of names) pipelines.push(await pipeline(h, { source: `in-${name}`, sink: `out-${name}` }));
+      const holders = async () => {
+        const rows = await engineContext(h.engine).storage.knex('leases').where('name', 'like', 'pipeline:%').andWhere('expires_at', '>', new Date(h.clock.now()).toISOString()).select('holder');
+        const count = new Map<string, number>();
+        for (const row of rows as { holder: string }[]) count.set(row.holder, (count.get(row.holder) ?? 0) + 1);
+        return count;
+      };
+      const delivered = (from: number) => names.every((name) => h.hub.sink(`out-${name}`).events.size === from);
+      const a = engineContext(h.engine).instanceId;
+      // Alone, an engine reads every pipeline at once.
+      await eventually(h.clock, async () => delivered(100) && (await holders()).get(a) === 5);
+
+      // A second engine joins: the first hands over what is beyond its share (3 of 5), after the batch in flight.
+      const other = await h.another();
+      const b = engineContext(other.engine).instanceId;
+      await eventually(h.clock, async () => {
+        const count = await holders();
+        return count.get(a) === 3 && count.get(b) === 2;
+      }, 5_000, 100);
+      for (const name of names) push(h, 100, 100, `in-${name}`);
+      await eventually(h.clock, () => delivered(200), 1_000);
+      // The spread stays put: nobody hands over what is within its share.
+      await h.clock.advance(60_000);
+      const settled = await holders();
+      expect([settled.get(a), settled.get(b)]).toEqual([3, 2]);
+
+      // The second engine stops: its pipelines come back to the first, from their checkpoints.
+      await other.engine.stop();
+      for (const name of names) push(h, 100, 200, `in-${name}`);
+      await eventually(h.clock, async () => delivered(300) && (await holders()).get(a) === 5, 5_000, 100);
+      for (const name of names) expect(h.hub.sink(`out-${name}`).duplicates).toBe(0);
+      for (const p of pipelines) expect(await allEvents(h, p.id)).toHaveLength(300);
+    });
+
     it('push sources are awaited: one batch at a time, and pause/activate loses nothing', async () => {
       const h = await setup();
       push(h, 1200);

@@ -9,6 +9,7 @@ import { ReplayWorker } from '../events/index.js';
 import { RunExecutor } from './run-executor.js';
 import type { RuntimeOptions } from './runtime-options.js';
 import { Scheduler } from './scheduler.js';
+import { StreamShare } from './stream-share.js';
 import { StreamWorker } from './stream-worker.js';
 
 /**
@@ -26,6 +27,7 @@ export class PipelineRuntime {
   private readonly executor: RunExecutor;
   private readonly replays: ReplayWorker;
   private readonly deps: FlowDeps;
+  private readonly share: StreamShare;
   private poller: ClockTimer | undefined;
   private running = false;
   private reconciling: Promise<void> | undefined;
@@ -36,6 +38,7 @@ export class PipelineRuntime {
     private readonly options: RuntimeOptions,
   ) {
     this.deps = { ctx, options };
+    this.share = new StreamShare(ctx, options);
     this.scheduler = new Scheduler(ctx, () => void this.executor.pump());
     this.executor = new RunExecutor(this.deps, (id) => this.finishDeletionIfIdle(id));
     this.replays = new ReplayWorker(this.deps);
@@ -62,6 +65,7 @@ export class PipelineRuntime {
     await Promise.all([...[...this.streams.values()].map((w) => w.stop()), this.executor.stop(), this.replays.stop()]);
     await Promise.all([...this.finishing.values()]);
     this.streams.clear();
+    await this.share.leave();
   }
 
   /** A pipeline (or one of its connectors) changed in this engine. */
@@ -108,11 +112,13 @@ export class PipelineRuntime {
       const repos = this.ctx.storage.repos;
       const active = await repos.pipelines.listByState('active');
       const ids = new Set(active.map((r) => r.id));
+      await this.share.refresh(active.filter((r) => r.schedule === null).map((r) => r.id));
       for (const row of active) {
         await this.apply(row);
         // Its connectors may have changed on another engine: look before the next batch.
         this.streams.get(row.id)?.poke(false);
       }
+      this.handOverExcess();
       for (const id of this.scheduler.ids()) if (!ids.has(id)) this.scheduler.remove(id);
       for (const row of await repos.pipelines.listByState('deleting')) await this.finishDeletionIfIdle(row.id);
       void this.executor.pump();
@@ -126,6 +132,7 @@ export class PipelineRuntime {
     try {
       const row = await this.ctx.storage.repos.pipelines.getAnyWorkspace(pipelineId);
       if (!this.running) return;
+      this.share.note(pipelineId, row?.state === 'active' && row.schedule === null);
       if (row && row.state === 'active') await this.apply(row);
       else {
         this.scheduler.remove(pipelineId);
@@ -144,7 +151,7 @@ export class PipelineRuntime {
     if (row.schedule === null) {
       this.scheduler.remove(row.id);
       if (!this.streams.has(row.id)) {
-        const worker = new StreamWorker(this.deps, row.id, (id) => this.finishDeletionIfIdle(id));
+        const worker = new StreamWorker(this.deps, row.id, this.share, (id) => this.finishDeletionIfIdle(id));
         this.streams.set(row.id, worker);
         void worker.done.finally(() => {
           if (this.streams.get(row.id) === worker) this.streams.delete(row.id);
@@ -152,6 +159,20 @@ export class PipelineRuntime {
       }
     } else {
       await this.scheduler.ensure(row);
+    }
+  }
+
+  /**
+   * Hands over the pipelines this engine reads beyond its share (an engine joined), the last
+   * taken up here first; an engine under its share takes them at its next poll.
+   */
+  private handOverExcess(): void {
+    const excess = this.share.excess;
+    if (excess === 0) return;
+    const reading = [...this.streams.values()].filter((w) => w.reading).reverse();
+    for (const worker of reading.slice(0, excess)) {
+      this.ctx.logger.info({ pipeline_id: worker.pipelineId }, 'handing a streaming pipeline over to an engine under its share');
+      worker.handOver();
     }
   }
 

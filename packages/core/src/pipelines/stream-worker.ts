@@ -3,11 +3,14 @@ import type { RunRow } from '../storage/index.js';
 import { LeaseKeeper, pipelineLeaseName } from '../queue/index.js';
 import { PipelineFlow, type FlowDeps, type FlowEnd } from './pipeline-flow.js';
 import { endRun, startStreamRun } from './run-records.js';
+import type { StreamShare } from './stream-share.js';
 
 /**
  * Keeps one streaming pipeline consuming in this engine for as long as it is active and this
  * engine holds its lease. Engines that do not hold the lease try again at every poll, so when
- * the holder dies (and its lease expires) one of them takes over from the checkpoint.
+ * the holder dies (and its lease expires) one of them takes over from the checkpoint. An engine
+ * tries only while it reads fewer pipelines than its {@link StreamShare}, so pipelines spread
+ * over the engines that run them.
  *
  * Each stretch of healthy consumption is a run (`trigger: "stream"`): it starts with
  * `pipeline.started`, and ends `succeeded` with `pipeline.completed` when the pipeline is paused
@@ -19,12 +22,15 @@ export class StreamWorker {
   private wake = new AbortController();
   private flow: PipelineFlow | undefined;
   private leaseLost = false;
+  /** True while this worker holds a slot of the engine's share (trying for, or holding, the lease). */
+  private holding = false;
   /** Resolves when the worker has stopped: the pipeline is no longer active here, or the engine stops. */
   readonly done: Promise<void>;
 
   constructor(
     private readonly deps: FlowDeps,
     readonly pipelineId: string,
+    private readonly share: StreamShare,
     private readonly onInactive: (pipelineId: string) => Promise<void>,
   ) {
     this.done = this.loop().catch((error: unknown) => {
@@ -42,6 +48,20 @@ export class StreamWorker {
     const waking = this.wake;
     this.wake = new AbortController();
     waking.abort();
+  }
+
+  /** True while this engine reads the pipeline (or is taking its lease). */
+  get reading(): boolean {
+    return this.holding;
+  }
+
+  /**
+   * Ends this engine's reading after the batch in flight and releases the lease, so an engine
+   * under its share takes the pipeline over at its next poll; this worker stays, and takes the
+   * pipeline again only when the share allows.
+   */
+  handOver(): void {
+    this.flow?.stop();
   }
 
   /** Stops after the batch in flight (engine shutdown). */
@@ -64,11 +84,13 @@ export class StreamWorker {
         if (row?.state === 'deleting') await this.onInactive(this.pipelineId);
         return;
       }
-      const keeper = row ? await LeaseKeeper.acquire(ctx, pipelineLeaseName(this.pipelineId), options.leaseTtlMs, () => {
+      this.holding = row !== undefined && this.share.tryTake();
+      const keeper = this.holding ? await LeaseKeeper.acquire(ctx, pipelineLeaseName(this.pipelineId), options.leaseTtlMs, () => {
             this.leaseLost = true;
             this.flow?.abort();
           }).catch(() => null) : null;
       if (!keeper) {
+        this.letGo();
         try {
           await sleep(ctx.clock, options.pollIntervalMs, AbortSignal.any([this.stopper.signal, this.wake.signal]));
         } catch {
@@ -81,12 +103,20 @@ export class StreamWorker {
         end = await this.session(keeper);
       } finally {
         await keeper.release();
+        this.letGo();
       }
       if (end === 'inactive') {
         await this.onInactive(this.pipelineId);
         return;
       }
     }
+  }
+
+  /** Gives the share's slot back, once. */
+  private letGo(): void {
+    if (!this.holding) return;
+    this.holding = false;
+    this.share.give();
   }
 
   /** Consumes under the lease until the flow ends; returns how it ended. */

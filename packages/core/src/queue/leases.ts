@@ -63,6 +63,13 @@ export class LeasesRepo {
     return affected(await this.db('leases').where({ name, token }).delete()) === 1;
   }
 
+  /** How many leases whose name starts with `prefix` are held (not expired) at `now`. */
+  async countHeld(prefix: string, now: number): Promise<number> {
+    // Names are ours (`engine:<id>`), never user input, so the prefix has no LIKE wildcards to escape.
+    const row = (await this.db('leases').where('name', 'like', `${prefix}%`).andWhere('expires_at', '>', iso(now)).count({ n: '*' }).first()) as { n: number | string } | undefined;
+    return Number(row?.n ?? 0);
+  }
+
   /** The current holder, if any (expired leases included: check `expires_at`). */
   async get(name: string): Promise<{ name: string; holder: string; token: string; expires_at: string } | null> {
     return ((await this.db('leases').where({ name }).first()) as never) ?? null;
