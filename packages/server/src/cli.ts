@@ -5,13 +5,14 @@ import { resolveSecretKey } from './secret-key-file.js';
 import { startServer, storageOf } from './serve.js';
 import { parseDatabase, parseRateLimit, parseServeSettings, SettingsError } from './settings.js';
 import { serverPlugins } from './plugins.js';
+import { WORKER_PARENT_VARIABLE, WorkerProcesses, workerEnvironment } from './worker-processes.js';
 
 const USAGE = `Usage: ferry <command> [options]
 
 Commands:
   serve [--port N] [--host H] [--database URL|FILE] [--outbound-allow LIST] [--log-level L]
         [--rate-limit N/S|off] [--ingest-rate-limit N/S|off] [--role all|api|worker]
-        [--retention-days N]
+        [--retention-days N] [--workers N]
                        serve the /v2 API (Fastify) until SIGTERM or SIGINT
   migrate [--database URL|FILE]
                        apply storage migrations and exit
@@ -25,7 +26,7 @@ Commands:
 
 Environment: FERRY_PORT, FERRY_HOST, DATABASE_URL, FERRY_SECRET_KEY, FERRY_BOOTSTRAP_API_KEY,
 FERRY_OUTBOUND_ALLOW, FERRY_LOG_LEVEL, FERRY_RATE_LIMIT, FERRY_INGEST_RATE_LIMIT, FERRY_ROLE,
-FERRY_RETENTION_DAYS (flags win).`;
+FERRY_RETENTION_DAYS, FERRY_WORKERS (flags win).`;
 
 /** Where the CLI writes; tests pass their own. */
 export interface CliIo {
@@ -107,8 +108,11 @@ async function keys(args: string[], io: CliIo): Promise<number> {
 }
 
 async function serve(args: string[], io: CliIo): Promise<number> {
-  const server = await startServer(parseServeSettings(args, process.env));
+  const settings = parseServeSettings(args, process.env);
+  const server = await startServer(settings);
   io.err(`ferry serving on ${server.url}`);
+  const workers = settings.workers > 0 ? new WorkerProcesses(settings.workers, { script: process.argv[1]!, execArgv: process.execArgv, env: workerEnvironment(settings, process.env, process.pid) }, server.logger) : undefined;
+  workers?.start();
   return new Promise<number>((resolve) => {
     let signals = 0;
     const stop = (signal: NodeJS.Signals) => {
@@ -119,7 +123,7 @@ async function serve(args: string[], io: CliIo): Promise<number> {
         return;
       }
       server.logger.info({ signal }, 'shutting down: draining in-flight work');
-      server.close().then(
+      Promise.all([workers?.stop(), server.close()]).then(
         () => resolve(0),
         (error: unknown) => {
           server.logger.error({ err: error }, 'shutdown failed');
@@ -129,6 +133,8 @@ async function serve(args: string[], io: CliIo): Promise<number> {
     };
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
+    // A worker process whose parent is gone, even killed outright, stops as on SIGTERM.
+    if (process.env[WORKER_PARENT_VARIABLE] !== undefined && process.connected) process.once('disconnect', () => stop('SIGTERM'));
   });
 }
 

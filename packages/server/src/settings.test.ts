@@ -12,7 +12,15 @@ describe('server settings', () => {
       bootstrapApiKey: undefined,
       outboundAllow: [],
       logLevel: 'info',
+      workers: 0,
     });
+  });
+
+  it('reads the number of worker processes from FERRY_WORKERS or --workers, 0 to 64', () => {
+    expect(parseServeSettings([], { FERRY_WORKERS: '3' }).workers).toBe(3);
+    expect(parseServeSettings(['--workers', '2'], { FERRY_WORKERS: '3' }).workers).toBe(2);
+    for (const bad of ['-1', '65', 'two', '1.5', '100']) expect(() => parseServeSettings([`--workers=${bad}`], {})).toThrow(/--workers must be a number of worker processes from 0 to 64/);
+    expect(() => parseServeSettings([], { FERRY_WORKERS: 'all' })).toThrow(/FERRY_WORKERS must be/);
   });
 
   it('reads the environment, and flags win over it', () => {

@@ -33,7 +33,12 @@ export interface ServerSettings {
   retentionDays?: number;
   /** Requests per webhook source connector on its ingest endpoint; `false` turns it off; undefined keeps the default (6000 per 60 s). */
   ingestRateLimit?: RateLimit | false;
+  /** Worker processes started beside this one (0 to 64, default 0): pipelines then use more cores. */
+  workers: number;
 }
+
+/** The most worker processes `--workers` starts. */
+export const MAX_WORKERS = 64;
 
 /** A rate limit: `requests` per `perSeconds`. */
 export interface RateLimit {
@@ -89,6 +94,7 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
       'ingest-rate-limit': { type: 'string' },
       role: { type: 'string' },
       'retention-days': { type: 'string' },
+      workers: { type: 'string' },
     },
     strict: true,
     allowPositionals: false,
@@ -102,6 +108,10 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
   const retention = nonEmpty(values['retention-days'] ?? env.FERRY_RETENTION_DAYS);
   if (retention !== undefined && !(/^\d{1,5}$/.test(retention) && Number(retention) >= 1)) {
     throw new SettingsError(`The retention must be a number of days from 1 to 99999, not ${JSON.stringify(retention.slice(0, 40))}.`);
+  }
+  const workers = nonEmpty(values.workers ?? env.FERRY_WORKERS) ?? '0';
+  if (!/^\d{1,2}$/.test(workers) || Number(workers) > MAX_WORKERS) {
+    throw new SettingsError(`${values.workers !== undefined ? '--workers' : 'FERRY_WORKERS'} must be a number of worker processes from 0 to ${MAX_WORKERS}, not ${JSON.stringify(workers.slice(0, 40))}.`);
   }
   const rateLimit = nonEmpty(values['rate-limit'] ?? env.FERRY_RATE_LIMIT);
   const ingestRateLimit = nonEmpty(values['ingest-rate-limit'] ?? env.FERRY_INGEST_RATE_LIMIT);
@@ -117,6 +127,7 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
       .map((s) => s.trim())
       .filter((s) => s.length > 0),
     logLevel,
+    workers: Number(workers),
     ...(retention === undefined ? {} : { retentionDays: Number(retention) }),
     ...(rateLimit === undefined ? {} : { rateLimit: parseRateLimit(rateLimit, values['rate-limit'] !== undefined ? '--rate-limit' : 'FERRY_RATE_LIMIT') }),
     ...(ingestRateLimit === undefined ? {} : { ingestRateLimit: parseRateLimit(ingestRateLimit, values['ingest-rate-limit'] !== undefined ? '--ingest-rate-limit' : 'FERRY_INGEST_RATE_LIMIT') }),
