@@ -1,0 +1,140 @@
+/**
+ * Whether pipelines use more than one core: Postgres to Postgres streaming pipelines run by
+ * engines in processes of their own (engine-child.ts, as `ferry serve --workers` starts them),
+ * on one engine storage database of one embedded Postgres (or DATABASE_URL's server), with the
+ * pipelines created and activated through an API-only engine (`runtime: false`) of this process.
+ * Each pipeline copies the same BENCH_SCALING_ROWS rows (default 200,000, the rows of
+ * bench/postgres) from `source_rows` into a `landed_<n>` table of its own, in batches of 1,000:
+ *  - `one pipeline, one process`: the reference, rows/s;
+ *  - `two pipelines, one process`: both pipelines in one engine; its ratio is to the reference;
+ *  - `two pipelines, two processes`: one engine process each (the engines' stream share gives
+ *    each one pipeline); its ratio is to the reference, the issue's goal being 1.6 on 2 cores.
+ * Each case runs on fresh engine storage and emptied destination tables, timed from the
+ * activation until the runs count every row written (polled every 250 ms); then every landed
+ * table must hold every row. stderr shows the CPU each engine process used and how the
+ * pipelines were spread. Everything runs on the same cores: the engines, the Postgres server
+ * (source reads, destination writes, the engines' event logs) and this process.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { createEngine, generateSecretKey, postgresStorage } from '@ferry/core';
+import { postgres } from '@ferry/postgres';
+import { startTestPostgres, type TestPostgres } from '@ferry/testing';
+import { emit } from '../emit.js';
+
+const ROWS = Number(process.env.BENCH_SCALING_ROWS ?? 200_000);
+const BATCH = 1000;
+const DEADLINE_MS = 600_000;
+const POLL_MS = 250;
+const WS = 'bench';
+const NODE_FLAGS = ['--import', 'tsx', '--conditions=ferry-source'];
+const CHILD = fileURLToPath(new URL('./engine-child.ts', import.meta.url));
+
+const log = (message: string) => console.error(`scaling bench: ${message}`);
+
+interface EngineProcess {
+  child: ChildProcess;
+  /** Resolves with the CPU the engine used between its start and its stop, in µs. */
+  stop(): Promise<number>;
+}
+
+/** Starts one engine process on `storageUrl`; resolves once its engine runs. */
+function startEngineProcess(storageUrl: string, secretKey: string): Promise<EngineProcess> {
+  return new Promise((resolve, reject) => {
+    const child = fork(CHILD, [], { execArgv: NODE_FLAGS, env: { ...process.env, BENCH_SCALING_STORAGE_URL: storageUrl, BENCH_SCALING_SECRET_KEY: secretKey }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    child.once('exit', (code) => reject(new Error(`engine process exited with ${code} before it was ready`)));
+    child.once('message', (message: { kind: string }) => {
+      if (message.kind !== 'ready') return reject(new Error(`unexpected message ${JSON.stringify(message)}`));
+      child.removeAllListeners('exit');
+      resolve({
+        child,
+        stop: () =>
+          new Promise<number>((done) => {
+            child.once('message', (m: { kind: string; cpuMicros: number }) => done(m.cpuMicros));
+            child.send({ kind: 'stop' });
+          }),
+      });
+    });
+  });
+}
+
+/** One case: `pipelines` pipelines spread over `processes` engine processes; resolves rows/s of all together. */
+async function runCase(server: TestPostgres, dataUrl: string, admin: pg.Pool, name: string, pipelines: number, processes: number): Promise<number> {
+  for (let i = 1; i <= pipelines; i++) {
+    await admin.query(`DROP TABLE IF EXISTS landed_${i}`);
+    await admin.query(`CREATE TABLE landed_${i} (id text PRIMARY KEY, type text NOT NULL, occurred_at timestamptz NOT NULL, payload jsonb)`);
+  }
+  const storageUrl = await server.createDatabase(`bench_scaling_${name.replace(/\W+/g, '_')}`);
+  const secretKey = generateSecretKey();
+  const api = await createEngine({ storage: postgresStorage({ connectionString: storageUrl }), secretKey, plugins: [postgres()], runtime: false, webhookDelivery: false, outboundAllow: ['127.0.0.1', 'localhost'] });
+  await api.start();
+  const engines: EngineProcess[] = [];
+  try {
+    for (let i = 0; i < processes; i++) engines.push(await startEngineProcess(storageUrl, secretKey));
+    const ids: string[] = [];
+    for (let i = 1; i <= pipelines; i++) {
+      const source = await api.connectors.create(WS, {
+        type: 'postgres',
+        direction: 'source',
+        config: { connection_string: dataUrl, table: 'source_rows', cursor_column: 'id', occurred_at_column: 'created_at', type: 'row.copied', batch_size: BATCH },
+      });
+      const destination = await api.connectors.create(WS, { type: 'postgres', direction: 'destination', config: { connection_string: dataUrl, table: `landed_${i}` } });
+      ids.push((await api.pipelines.create(WS, { name: `copy-${i}`, source_connector_id: source.id, destination_connector_id: destination.id, batch_size: BATCH })).id);
+    }
+    const started = performance.now();
+    for (const id of ids) await api.pipelines.activate(WS, id);
+    const total = ROWS * pipelines;
+    const written = async () => {
+      let sum = 0;
+      for (const id of ids) for (const run of (await api.pipelines.listRuns(WS, id)).data) sum += run.events_written;
+      return sum;
+    };
+    let n: number;
+    while ((n = await written()) < total) {
+      if (performance.now() - started > DEADLINE_MS) throw new Error(`${name}: only ${n} of ${total} rows after ${DEADLINE_MS / 1000} s`);
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    }
+    const seconds = (performance.now() - started) / 1000;
+    for (let i = 1; i <= pipelines; i++) {
+      const landed = Number((await admin.query(`SELECT count(*) AS n FROM landed_${i}`)).rows[0].n);
+      if (landed !== ROWS) throw new Error(`${name}: landed_${i} holds ${landed} rows, expected ${ROWS}`);
+    }
+    const spread = new pg.Client({ connectionString: storageUrl });
+    await spread.connect();
+    const byHolder = (await spread.query(`SELECT holder, count(*)::int AS n FROM leases WHERE name LIKE 'pipeline:%' GROUP BY holder`)).rows as { holder: string; n: number }[];
+    await spread.end();
+    const cpu = [];
+    for (const engine of engines.splice(0)) cpu.push(await engine.stop());
+    const rate = total / seconds;
+    log(`${name}: ${total} rows in ${seconds.toFixed(1)} s (${Math.round(rate)} rows/s); pipelines per engine ${JSON.stringify(byHolder.map((h) => h.n))}; engine CPU ${cpu.map((c) => `${((c / 1e4) / seconds).toFixed(0)} %`).join(', ')} of a core`);
+    return rate;
+  } finally {
+    await Promise.all(engines.map((e) => e.stop()));
+    await api.stop();
+  }
+}
+
+let server: TestPostgres | undefined;
+let admin: pg.Pool | undefined;
+try {
+  server = await startTestPostgres();
+  const dataUrl = await server.createDatabase('bench_scaling_data');
+  admin = new pg.Pool({ connectionString: dataUrl, max: 2 });
+  admin.on('error', () => undefined);
+  await admin.query('CREATE TABLE source_rows (id bigint PRIMARY KEY, note text NOT NULL, amount int NOT NULL, created_at timestamptz NOT NULL)');
+  await admin.query(
+    `INSERT INTO source_rows SELECT g, 'row ' || g || ' of the bench', ((g::bigint * 7919) % 100000)::int, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second' FROM generate_series(1, ${ROWS}) AS g`,
+  );
+  await admin.query('VACUUM ANALYZE source_rows');
+  log(`${ROWS} source rows per pipeline`);
+  const one = await runCase(server, dataUrl, admin, 'one pipeline, one process', 1, 1);
+  emit('scaling', 'one pipeline, one process', one, 'rows/s');
+  const twoInOne = await runCase(server, dataUrl, admin, 'two pipelines, one process', 2, 1);
+  emit('scaling', 'two pipelines, one process', twoInOne, 'rows/s', one);
+  const twoInTwo = await runCase(server, dataUrl, admin, 'two pipelines, two processes', 2, 2);
+  emit('scaling', 'two pipelines, two processes', twoInTwo, 'rows/s', one);
+} finally {
+  await admin?.end();
+  await server?.stop();
+}
