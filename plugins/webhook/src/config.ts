@@ -3,6 +3,16 @@ import { Type, type Static } from '@sinclair/typebox';
 
 /** Default number of events per request. */
 export const DEFAULT_BATCH_SIZE = 100;
+/**
+ * Default number of requests one write may have in flight at once: enough to hide the round
+ * trips of a nearby receiver, few enough for a small one to take.
+ */
+export const DEFAULT_CONCURRENCY = 4;
+/**
+ * The most requests in flight a connector may ask for: the plugin's connection pool keeps 32
+ * connections per origin, shared by its destinations, so more would only queue.
+ */
+export const MAX_CONCURRENCY = 32;
 /** Default time a request may take, in milliseconds. */
 export const DEFAULT_TIMEOUT_MS = 15_000;
 /**
@@ -20,6 +30,7 @@ export const webhookConfigSchema = Type.Object(
     signing_secret: Type.Optional(Secret(Type.String({ minLength: 1, maxLength: 200, description: '`whsec_` + base64 of 24 to 64 bytes; generated when omitted.' }))),
     url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'Where a destination POSTs its batches (https unless allowed).' })),
     batch_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: DEFAULT_BATCH_SIZE })),
+    concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_CONCURRENCY, default: DEFAULT_CONCURRENCY, description: 'Most requests of one write in flight at once.' })),
     headers: Type.Optional(Secret(Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 8192 }), { maxProperties: 50 }))),
     timeout_ms: Type.Optional(Type.Integer({ minimum: 1000, maximum: 60_000, default: DEFAULT_TIMEOUT_MS })),
   },

@@ -3,7 +3,7 @@ import { ConnectorError, generateWebhookSecret, webhookSecretBytes, type Destina
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { webhook, type WebhookConfig } from './index.js';
 import { connectorContext, VirtualClock } from '@ferry/testing';
-import { startReceiver, type ReceivedRequest, type TestReceiver } from './test-receiver.js';
+import { startReceiver, type ReceivedRequest, type Reply, type TestReceiver } from './test-receiver.js';
 
 const NOW_MS = 1_760_000_000_123;
 const clock = new VirtualClock(NOW_MS, { settleRealMs: 1 });
@@ -40,6 +40,51 @@ function receivedAtLeast(count: number): Promise<void> {
   });
 }
 
+/** The id of the first event of a batch request: which chunk of a write it is. */
+const firstId = (request: ReceivedRequest) => (JSON.parse(request.body) as { events: { id: string }[] }).events[0]!.id;
+/**
+ * Lets 20 turns of the event loop pass: on loopback, enough for a request already written (or an
+ * answer already sent) to arrive. Not time: used only to see that something did NOT happen,
+ * which a correct destination can never fail.
+ */
+async function turns(): Promise<void> {
+  for (let turn = 0; turn < 20; turn++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+/** Requests in the order of their events, whatever order they arrived in. */
+const inEventOrder = (requests: readonly ReceivedRequest[]) => [...requests].sort((a, b) => Number(firstId(a).slice(4)) - Number(firstId(b).slice(4)));
+
+/**
+ * Holds every request until the test answers it: `held` is what is in flight at the receiver
+ * (oldest first) and `most` the most it ever held at once.
+ */
+function holdRequests() {
+  const held: { request: ReceivedRequest; answer: (reply: Reply) => void }[] = [];
+  let most = 0;
+  receiver.reply(
+    (request) =>
+      new Promise<Reply>((answer) => {
+        held.push({ request, answer });
+        most = Math.max(most, held.length);
+      }),
+  );
+  return {
+    held,
+    most: () => most,
+    /** Resolves once `count` requests are held, without real waiting. */
+    holding: (count: number) =>
+      new Promise<void>((resolve) => {
+        const poll = () => (held.length >= count ? resolve() : setImmediate(poll));
+        poll();
+      }),
+    /** Answers the held request whose first event is `id`. */
+    answer(id: string, reply: Reply) {
+      const at = held.findIndex((h) => firstId(h.request) === id);
+      held.splice(at, 1)[0]!.answer(reply);
+    },
+  };
+}
+
 let receiver: TestReceiver;
 beforeAll(async () => {
   receiver = await startReceiver();
@@ -58,7 +103,8 @@ describe('webhook destination', () => {
     const results = await destination.write(events(5), new AbortController().signal);
     expect(results).toEqual(Array.from({ length: 5 }, () => ({ ok: true })));
     expect(receiver.requests).toHaveLength(3);
-    const bodies = receiver.requests.map((r) => JSON.parse(r.body) as { events: { id: string }[] });
+    // The chunks of a write are sent concurrently: they may arrive in any order.
+    const bodies = inEventOrder(receiver.requests).map((r) => JSON.parse(r.body) as { events: { id: string }[] });
     expect(bodies.map((b) => b.events.map((e) => e.id))).toEqual([['evt_0', 'evt_1'], ['evt_2', 'evt_3'], ['evt_4']]);
     expect(bodies[0]!.events[1]).toEqual({ id: 'evt_1', type: 'order.created', occurred_at: '2025-01-01T00:00:00.000Z', payload: { n: 1 } });
     for (const r of receiver.requests) {
@@ -72,7 +118,7 @@ describe('webhook destination', () => {
       expect(verify(r, generateWebhookSecret())).toBe(false);
     }
     // Distinct batches get distinct ids; the same batch sent again gets the same one.
-    const ids = receiver.requests.map((r) => r.headers['webhook-id']);
+    const ids = inEventOrder(receiver.requests).map((r) => r.headers['webhook-id']);
     expect(new Set(ids).size).toBe(3);
     await destination.write(events(2), new AbortController().signal);
     expect(receiver.requests[3]!.headers['webhook-id']).toBe(ids[0]);
@@ -81,12 +127,82 @@ describe('webhook destination', () => {
   it('sends one event per request as the bare event when batch_size is 1, with the event id as webhook-id', async () => {
     const destination = await open({ batch_size: 1 });
     expect(await destination.write(events(2), new AbortController().signal)).toEqual([{ ok: true }, { ok: true }]);
-    expect(receiver.requests.map((r) => JSON.parse(r.body))).toEqual([
+    const requests = [...receiver.requests].sort((a, b) => String(a.headers['webhook-id']).localeCompare(String(b.headers['webhook-id'])));
+    expect(requests.map((r) => JSON.parse(r.body))).toEqual([
       { id: 'evt_0', type: 'order.created', occurred_at: '2025-01-01T00:00:00.000Z', payload: { n: 0 } },
       { id: 'evt_1', type: 'order.created', occurred_at: '2025-01-01T00:00:00.000Z', payload: { n: 1 } },
     ]);
-    expect(receiver.requests.map((r) => r.headers['webhook-id'])).toEqual(['evt_0', 'evt_1']);
+    expect(requests.map((r) => r.headers['webhook-id'])).toEqual(['evt_0', 'evt_1']);
     expect(receiver.requests.every((r) => verify(r, secret))).toBe(true);
+  });
+
+  it('keeps up to `concurrency` requests of a write in flight and sends every event exactly once', async () => {
+    const destination = await open({ batch_size: 2, concurrency: 3 });
+    const hold = holdRequests();
+    const writing = destination.write(events(11), new AbortController().signal);
+    // Six chunks; each answer lets the next one go out, until fewer than three are left.
+    for (let answered = 0; answered < 6; answered++) {
+      await hold.holding(Math.min(3, 6 - answered));
+      await turns(); // a fourth request would show up meanwhile
+      hold.answer(firstId(hold.held[0]!.request), { status: 200 });
+    }
+    expect(await writing).toEqual(Array.from({ length: 11 }, () => ({ ok: true })));
+    expect(hold.most()).toBe(3);
+    const sent = receiver.requests.flatMap((r) => (JSON.parse(r.body) as { events: { id: string }[] }).events.map((e) => e.id));
+    expect(sent.sort()).toEqual(events(11).map((e) => e.id).sort());
+    // One signature and one batch id per request, as when they went one by one.
+    expect(receiver.requests.every((r) => verify(r, secret))).toBe(true);
+    expect(new Set(receiver.requests.map((r) => r.headers['webhook-id'])).size).toBe(6);
+  });
+
+  it('returns the results in event order whatever order the answers come in, a rejection marking only its chunk', async () => {
+    const destination = await open({ batch_size: 2, concurrency: 3 });
+    const hold = holdRequests();
+    const writing = destination.write(events(6), new AbortController().signal);
+    await hold.holding(3);
+    hold.answer('evt_4', { status: 200 });
+    hold.answer('evt_2', { status: 422 });
+    hold.answer('evt_0', { status: 204 });
+    const results = await writing;
+    expect(results.map((r) => (r.ok ? 'ok' : [r.error.code, r.error.message, r.error.retryable]))).toEqual([
+      'ok', 'ok', ['rejected', 'HTTP 422', false], ['rejected', 'HTTP 422', false], 'ok', 'ok',
+    ]);
+  });
+
+  it('starts no chunk after a retryable failure and throws the earliest failed chunk once the others settled', async () => {
+    const destination = await open({ batch_size: 2, concurrency: 2 });
+    const hold = holdRequests();
+    const writing = destination.write(events(10), new AbortController().signal).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    await hold.holding(2);
+    // The second chunk fails first; the first chunk's failure is what the write reports.
+    hold.answer('evt_2', { status: 429 });
+    hold.answer('evt_0', { status: 503 });
+    const error = await writing;
+    expect(error).toBeInstanceOf(ConnectorError);
+    expect([(error as ConnectorError).code, (error as ConnectorError).message, (error as ConnectorError).retryable]).toEqual(['receiver_failed', 'HTTP 503', true]);
+    // Five chunks, two in flight when they failed: the other three were never sent.
+    expect(receiver.requests.map(firstId).sort()).toEqual(['evt_0', 'evt_2']);
+  });
+
+  it('waits for the requests still in flight before throwing a failure', async () => {
+    const destination = await open({ batch_size: 2, concurrency: 2 });
+    const hold = holdRequests();
+    let settled = false;
+    const writing = destination.write(events(4), new AbortController().signal).then(
+      () => null,
+      (e: unknown) => e,
+    ).finally(() => (settled = true));
+    await hold.holding(2);
+    hold.answer('evt_0', { status: 500 });
+    // The other chunk is still at the receiver: the write waits for it, so the engine's retry of
+    // the batch never overlaps this attempt. A write that did not wait would settle meanwhile.
+    await turns();
+    expect(settled).toBe(false);
+    hold.answer('evt_2', { status: 200 });
+    expect(((await writing) as ConnectorError).message).toBe('HTTP 500');
   });
 
   it('signs with the key bytes of a 24-byte secret too', async () => {

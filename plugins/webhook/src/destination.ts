@@ -7,6 +7,8 @@ export interface DestinationSettings {
   /** The connector's signing secret (`whsec_...`). */
   secret: string;
   batchSize: number;
+  /** Most requests of one write in flight at once. */
+  concurrency: number;
   timeoutMs: number;
   headers: Record<string, string>;
   clock: Clock;
@@ -26,32 +28,59 @@ function wire(event: DestinationEvent) {
   return { id: event.id, type: event.type, occurred_at: event.occurredAt, payload: event.payload };
 }
 
-function rejectAll(count: number, code: string, message: string): WriteResult[] {
-  const error = new ConnectorError(code, message, { retryable: false });
-  return Array.from({ length: count }, () => ({ ok: false as const, error }));
-}
+// Every accepted event gets this one result: a write of thousands of events need not allocate
+// thousands of identical objects. Frozen, as it is shared.
+const ACCEPTED: WriteResult = Object.freeze({ ok: true as const });
 
 /**
- * A destination that POSTs each chunk of `batchSize` events as one signed request. A 2xx accepts
- * the chunk; 408, 429, 5xx, a timeout or a network error fail the whole write as retryable; any
- * other status (3xx included: redirects are never followed) rejects the chunk's events.
+ * A destination that POSTs each chunk of `batchSize` events as one signed request, up to
+ * `concurrency` of a write's chunks at once, taken in order. A 2xx accepts the chunk; 408, 429,
+ * 5xx, a timeout or a network error fail the whole write as retryable; any other status (3xx
+ * included: redirects are never followed) rejects the chunk's events. Results come back in the
+ * order of the events, whatever order the answers arrive in.
  */
 export function webhookDestination(settings: DestinationSettings, client: OutboundClient): Destination {
   return {
     async write(events, signal) {
-      const results: WriteResult[] = [];
-      for (let start = 0; start < events.length; start += settings.batchSize) {
-        const chunk = events.slice(start, start + settings.batchSize);
-        results.push(...(await sendChunk(chunk, settings, client, signal)));
-      }
+      const size = settings.batchSize;
+      const chunks = Math.ceil(events.length / size);
+      const results: WriteResult[] = new Array<WriteResult>(events.length);
+      let next = 0;
+      // The failure of the earliest failed chunk: the write throws it once every request in
+      // flight has settled, so a retry of the batch never overlaps requests of this attempt.
+      let failedAt = Infinity;
+      let failure: unknown;
+      const lane = async () => {
+        // After a failure no new chunk starts: the whole batch is going to be sent again.
+        while (failedAt === Infinity && next < chunks) {
+          const index = next++;
+          const start = index * size;
+          const end = Math.min(start + size, events.length);
+          try {
+            const result = await sendChunk(events.slice(start, end), settings, client, signal);
+            results.fill(result, start, end);
+          } catch (error) {
+            if (index < failedAt) [failedAt, failure] = [index, error];
+          }
+        }
+      };
+      const lanes: Promise<void>[] = [];
+      for (let n = Math.min(settings.concurrency, chunks); n > 0; n--) lanes.push(lane());
+      await Promise.all(lanes);
+      if (failedAt !== Infinity) throw failure;
       return results;
     },
   };
 }
 
-async function sendChunk(chunk: readonly DestinationEvent[], s: DestinationSettings, client: OutboundClient, signal: AbortSignal): Promise<WriteResult[]> {
+/**
+ * Sends one chunk. Resolves with the result of each of its events (one object, shared: a
+ * request is accepted or refused as a whole); throws a retryable error for the whole write.
+ */
+async function sendChunk(chunk: readonly DestinationEvent[], s: DestinationSettings, client: OutboundClient, signal: AbortSignal): Promise<WriteResult> {
   const single = s.batchSize === 1;
-  const body = JSON.stringify(single ? wire(chunk[0]!) : { events: chunk.map(wire) });
+  // Serialized and encoded once: the same bytes are signed and sent.
+  const body = Buffer.from(JSON.stringify(single ? wire(chunk[0]!) : { events: chunk.map(wire) }));
   const id = single ? chunk[0]!.id : batchId(chunk.map((e) => e.id));
   const headers = {
     ...s.headers,
@@ -68,14 +97,19 @@ async function sendChunk(chunk: readonly DestinationEvent[], s: DestinationSetti
     // The URL passed the policy when the destination opened, so this is its resolved address
     // (or a rule the client adds): not retryable, as the address will not become public by waiting.
     case 'blocked':
-      return rejectAll(chunk.length, 'url_not_allowed', outcome.reason);
+      return rejected('url_not_allowed', outcome.reason);
     case 'response': {
       const status = outcome.status;
-      if (status >= 200 && status < 300) return chunk.map(() => ({ ok: true as const }));
+      if (status >= 200 && status < 300) return ACCEPTED;
       if (status === 408 || status === 429 || status >= 500) {
         throw new ConnectorError(status === 429 ? 'throttled' : 'receiver_failed', `HTTP ${status}`, { retryable: true });
       }
-      return rejectAll(chunk.length, 'rejected', `HTTP ${status}`);
+      return rejected('rejected', `HTTP ${status}`);
     }
   }
+}
+
+/** The one result every event of a refused request gets: a request is refused as a whole. */
+function rejected(code: string, message: string): WriteResult {
+  return Object.freeze({ ok: false as const, error: new ConnectorError(code, message, { retryable: false }) });
 }

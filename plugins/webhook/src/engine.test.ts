@@ -39,7 +39,7 @@ describe('webhook registered in an engine', () => {
     // The runtime's path: open with secrets in clear, build the destination in the engine's context.
     const ctx = engineContext(engine);
     const opened = await openConnector(ctx, 'default', created.id);
-    expect(opened.config).toMatchObject({ signing_secret: secret, headers: { Authorization: 'Bearer s3cret-token' }, batch_size: 1, timeout_ms: 15_000 });
+    expect(opened.config).toMatchObject({ signing_secret: secret, headers: { Authorization: 'Bearer s3cret-token' }, batch_size: 1, concurrency: 4, timeout_ms: 15_000 });
     const context = { ...connectorContext(ctx, opened, new AbortController().signal), pipelineId: 'pip_1', inbox: { read: async () => ({ records: [], checkpoint: null }) } };
     const destination = await opened.plugin.definition.destination!(context);
     const event = { id: 'evt_1', type: 'order.created', occurredAt: '2025-01-01T00:00:00.000Z', payload: { total: 3 } };

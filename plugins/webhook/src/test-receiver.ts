@@ -16,8 +16,11 @@ export type Reply = { status: number; headers?: Record<string, string>; body?: s
 export interface TestReceiver {
   url: string;
   requests: ReceivedRequest[];
-  /** Sets what every following request gets; default 200. */
-  reply(fn: (request: ReceivedRequest) => Reply): void;
+  /**
+   * Sets what every following request gets; default 200. A promise holds the request until it
+   * resolves, so a test decides when each request in flight is answered.
+   */
+  reply(fn: (request: ReceivedRequest) => Reply | Promise<Reply>): void;
   close(): Promise<void>;
 }
 
@@ -25,19 +28,26 @@ export interface TestReceiver {
 export async function startReceiver(): Promise<TestReceiver> {
   const requests: ReceivedRequest[] = [];
   const hanging = new Set<ServerResponse>();
-  let replyFn: (request: ReceivedRequest) => Reply = () => ({ status: 200 });
+  let replyFn: (request: ReceivedRequest) => Reply | Promise<Reply> = () => ({ status: 200 });
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const received = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
       requests.push(received);
+      const answer = (reply: Reply) => {
+        if (reply === 'hang') {
+          hanging.add(res);
+          return;
+        }
+        hanging.delete(res);
+        res.writeHead(reply.status, reply.headers).end(reply.body ?? '');
+      };
       const reply = replyFn(received);
-      if (reply === 'hang') {
-        hanging.add(res);
-        return;
-      }
-      res.writeHead(reply.status, reply.headers).end(reply.body ?? '');
+      if (!(reply instanceof Promise)) return answer(reply);
+      // Held meanwhile like a hanging request, so closing the receiver never waits for it.
+      hanging.add(res);
+      void reply.then(answer);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
