@@ -53,6 +53,26 @@ describeMatrix('ingest', (ctx) => {
     expect(await engineContext(ctx.api.engine).storage.repos.inbox.readAfter(c.id, 0, 10)).toHaveLength(1);
   });
 
+  it('a batch is stored in request order, with the ids the answer gives', async () => {
+    const c = await source();
+    const events = Array.from({ length: 300 }, (_, i) => ({ type: `t.${i % 7}`, payload: { i, note: i % 2 === 0 ? 'é "quoted"' : null } }));
+    const res = await send(c.id, { events });
+    expect(res.status, res.text).toBe(202);
+    const stored = await engineContext(ctx.api.engine).storage.repos.inbox.readAfter(c.id, 0, 1000);
+    expect(stored.map((e) => e.id)).toEqual(res.body.ids);
+    expect(stored.map((e) => ({ type: e.type, payload: e.payload }))).toEqual(events);
+  });
+
+  it('a retried batch that grew keeps the ids of what arrived first and stores only the rest', async () => {
+    const c = await source();
+    const first = await send(c.id, { events: [{ type: 'a', payload: {} }, { type: 'b', payload: {} }] }, { id: 'msg_grown' });
+    const second = await send(c.id, { events: [{ type: 'a', payload: {} }, { type: 'b', payload: {} }, { type: 'c', payload: {} }] }, { id: 'msg_grown' });
+    expect(second.status, second.text).toBe(202);
+    expect(second.body.ids.slice(0, 2)).toEqual(first.body.ids);
+    const stored = await engineContext(ctx.api.engine).storage.repos.inbox.readAfter(c.id, 0, 10);
+    expect(stored.map((e) => [e.id, e.type])).toEqual([...first.body.ids.map((id: string, i: number) => [id, 'ab'[i]]), [second.body.ids[2], 'c']]);
+  });
+
   it('unsigned, mis-signed, tampered or stale requests are 401 problem+json, and nothing is stored', async () => {
     const c = await source();
     const body = JSON.stringify({ type: 'x.y', payload: {} });

@@ -92,4 +92,38 @@ describe('ingest', () => {
     const tooMany = JSON.stringify({ events: Array.from({ length: 1001 }, () => ({ type: 't', payload: {} })) });
     expect(await codeOf(engine.ingest.receive(connectorId, tooMany, signed(tooMany)))).toBe('validation_failed');
   });
+
+  it('takes a changed signing secret at once: the old one is refused on the next request', async () => {
+    const body = JSON.stringify({ type: 'a', payload: {} });
+    await engine.ingest.receive(connectorId, body, signed(body, 'msg_old_1'));
+    const previous = secret;
+    secret = generateWebhookSecret();
+    await engine.connectors.update('ws1', connectorId, { config: { signing_secret: secret } });
+    expect(await codeOf(engine.ingest.receive(connectorId, body, webhookHeaders({ id: 'msg_old_2', timestamp: NOW / 1000, body }, [previous])))).toBe('unauthenticated');
+    await engine.ingest.receive(connectorId, body, signed(body, 'msg_new'));
+    await engine.connectors.delete('ws1', connectorId);
+    expect(await codeOf(engine.ingest.receive(connectorId, body, signed(body, 'msg_gone')))).toBe('not_found');
+  });
+
+  it('refuses U+0000 and lone surrogates (invalid_character) wherever they are, escaped or not, and keeps escaped text that is fine', async () => {
+    const refused: [string, string][] = [
+      ['{"type":"a","payload":{"note":"x\\u0000y"}}', '/payload/note'],
+      ['{"type":"a","payload":{"\\udc00":1}}', '/payload/\udc00'],
+      ['{"events":[{"type":"a","payload":{}},{"type":"b\\uD800","payload":{}}]}', '/events/1/type'],
+      [`{"type":"a","payload":{"note":"x\ud800"}}`, '/payload/note'],
+    ];
+    for (const [i, [body, pointer]] of refused.entries()) {
+      try {
+        await engine.ingest.receive(connectorId, body, signed(body, `msg_bad_${i}`));
+        expect.unreachable(body);
+      } catch (error) {
+        expect(isFerryError(error, 'invalid_character'), body).toBe(true);
+        expect((error as { errors: { pointer: string; code: string }[] }).errors, body).toEqual([expect.objectContaining({ pointer, code: 'invalid_character' })]);
+      }
+    }
+    const fine = '{"type":"a","payload":{"smile":"\\ud83d\\ude00","path":"C:\\\\u0000","accent":"\\u00e9"}}';
+    await engine.ingest.receive(connectorId, fine, signed(fine, 'msg_fine'));
+    const rows = await engineContext(engine).storage.repos.inbox.readAfter(connectorId, 0, 10);
+    expect(rows.map((r) => r.payload)).toEqual([{ smile: '\u{1F600}', path: 'C:\\u0000', accent: 'é' }]);
+  });
 });

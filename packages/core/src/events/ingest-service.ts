@@ -1,9 +1,9 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { verifyWebhook, WebhookVerificationError } from '../crypto/index.js';
-import { parseExactJson, normalizeTimestamp, FerryError, notFound, validationError, schemaErrors } from '../common/index.js';
-import { nowIso, reader, transact, type EngineContext } from '../engine/index.js';
+import { compile, hasInvalidCharacter, parseExactJson, normalizeTimestamp, FerryError, notFound, validationError, schemaErrors } from '../common/index.js';
+import { nowIso, reader, type EngineContext } from '../engine/index.js';
 import type { JsonObject } from '../plugin-api/index.js';
-import type { InboxRow } from '../storage/index.js';
+import type { ConnectorRow } from '../storage/index.js';
 import { openConnector } from '../connectors/index.js';
 
 /** Most events one ingest request may carry (contract section 11). */
@@ -32,11 +32,38 @@ export interface IngestResult {
 type Received = { type: string; occurred_at?: string; payload: JsonObject };
 
 /**
+ * A `\u` escape that decodes to U+0000 or to a surrogate. Every other character of a parsed
+ * document is spelled as itself in its text (JSON's other escapes stand for characters that are
+ * fine), so a text with no such escape and no such character of its own parses to strings and
+ * keys that all are fine: one scan of the text instead of a walk over every string. A `\\u0000`
+ * (an escaped backslash) also matches, and only costs that walk.
+ */
+const ESCAPED_INVALID = /\\u(?:0000|[dD][89a-fA-F])/;
+
+/** Connectors whose signing secret {@link IngestService} keeps opened; the oldest is dropped past this many. */
+const OPENED_SECRETS = 1000;
+
+/** A connector's opened signing secret, with the stored fields it was opened from. */
+interface OpenedSecret {
+  secrets: string | null;
+  config: string;
+  signingSecret: unknown;
+}
+
+/**
  * The webhook source endpoint (contract section 11): events POSTed to a `webhook` connector,
  * authenticated by its signing secret, stored durably in the inbox before the answer; the
  * pipeline reads them from there. A sender's retry (same `webhook-id`) is stored once.
  */
 export class IngestService {
+  /**
+   * Signing secrets by connector id, valid while the connector's row holds the same sealed
+   * secrets and config: opening one costs a second read of the row, a decryption and a copy of
+   * its config with defaults, on every request of a sender that sends many. The row itself is
+   * read on every request, so a deleted connector or a changed secret takes effect at once.
+   */
+  private readonly opened = new Map<string, OpenedSecret>();
+
   constructor(private readonly ctx: EngineContext) {}
 
   /**
@@ -47,8 +74,7 @@ export class IngestService {
   async receive(connectorId: string, rawBody: string | Uint8Array, headers: Record<string, string | string[] | undefined>): Promise<IngestResult> {
     const row = await reader(this.ctx).connectors.getAnyWorkspace(connectorId);
     if (!row || row.type !== 'webhook' || row.direction === 'destination') throw notFound('connector', connectorId);
-    const opened = await openConnector(this.ctx, row.workspace_id, row.id);
-    const secret = opened.config.signing_secret;
+    const secret = await this.signingSecret(row);
     let messageId: string;
     try {
       if (typeof secret !== 'string') throw new WebhookVerificationError('bad_signature');
@@ -62,21 +88,30 @@ export class IngestService {
     }
     const events = this.parse(typeof rawBody === 'string' ? rawBody : Buffer.from(rawBody).toString('utf8'));
     const now = nowIso(this.ctx);
-    const rows: InboxRow[] = events.list.map((event, index) => ({
+    const stored = events.list.map((event, index) => ({
       id: this.ctx.ids.create('event'),
-      workspace_id: row.workspace_id,
-      connector_id: row.id,
       message_id: events.batch ? `${messageId}:${index}` : messageId,
       type: event.type,
       occurred_at: event.occurred_at === undefined ? now : normalizeTimestamp(event.occurred_at, events.batch ? `/events/${index}/occurred_at` : '/occurred_at'),
       payload: event.payload,
-      received_at: now,
     }));
-    const stored = await transact(this.ctx, async (repos) => {
-      await repos.inbox.insertMany(rows);
-      return repos.inbox.idsOf(row.id, rows.map((r) => r.message_id));
-    });
-    return { workspace_id: row.workspace_id, connector_id: row.id, count: rows.length, ids: rows.map((r) => stored.get(r.message_id) ?? r.id) };
+    // No transaction of its own: the repository stores the batch atomically (one statement on
+    // Postgres, one transaction on SQLite), and nothing else is written with it.
+    const ids = await reader(this.ctx).inbox.storeBatch({ workspace_id: row.workspace_id, connector_id: row.id, received_at: now, events: stored }, this.ctx.storage.dialect);
+    return { workspace_id: row.workspace_id, connector_id: row.id, count: stored.length, ids };
+  }
+
+  /** The connector's signing secret, opened again only when its stored secrets or config changed (see {@link opened}). */
+  private async signingSecret(row: ConnectorRow): Promise<unknown> {
+    const cached = this.opened.get(row.id);
+    if (cached && cached.secrets === row.secrets && cached.config === JSON.stringify(row.config)) return cached.signingSecret;
+    const opened = await openConnector(this.ctx, row.workspace_id, row.id);
+    // Keyed on the row it was opened from, which may be newer than `row`.
+    const entry: OpenedSecret = { secrets: opened.row.secrets, config: JSON.stringify(opened.row.config), signingSecret: opened.config.signing_secret };
+    this.opened.delete(row.id);
+    if (this.opened.size >= OPENED_SECRETS) this.opened.delete(this.opened.keys().next().value!);
+    this.opened.set(row.id, entry);
+    return entry.signingSecret;
   }
 
   private parse(text: string): { batch: boolean; list: Received[] } {
@@ -89,8 +124,11 @@ export class IngestService {
     }
     const batch = body !== null && typeof body === 'object' && !Array.isArray(body) && 'events' in body;
     const schema: TSchema = batch ? IngestBatch : IngestEvent;
-    const errors = schemaErrors(schema, body);
-    if (errors.length > 0) throw validationError(errors);
+    // The common case in two cheap checks; the full walk only to name what is wrong.
+    if (!compile(schema).Check(body) || ESCAPED_INVALID.test(text) || hasInvalidCharacter(text)) {
+      const errors = schemaErrors(schema, body);
+      if (errors.length > 0) throw validationError(errors);
+    }
     return { batch, list: batch ? (body as { events: Received[] }).events : [body as Received] };
   }
 }
