@@ -11,11 +11,12 @@
  *    each one pipeline); its ratio is to the reference, the issue's goal being 1.6 on 2 cores.
  * Each case runs on fresh engine storage and emptied destination tables, timed from the
  * activation until the runs count every row written (polled every 250 ms); then every landed
- * table must hold every row. stderr shows the CPU each engine process used and how the
- * pipelines were spread. Everything runs on the same cores: the engines, the Postgres server
+ * table must hold every row. stderr shows the CPU each engine process used, how busy the
+ * machine's cores were (all processes) and how the pipelines were spread. Everything runs on the same cores: the engines, the Postgres server
  * (source reads, destination writes, the engines' event logs) and this process.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createEngine, generateSecretKey, postgresStorage } from '@ferry/core';
@@ -32,6 +33,22 @@ const NODE_FLAGS = ['--import', 'tsx', '--conditions=ferry-source'];
 const CHILD = fileURLToPath(new URL('./engine-child.ts', import.meta.url));
 
 const log = (message: string) => console.error(`scaling bench: ${message}`);
+
+/**
+ * The machine's CPU time so far, busy and in all, in clock ticks (the first line of /proc/stat):
+ * how much of every core the case used, whoever used it (engines, the Postgres server, this
+ * process). Zeros where there is no /proc.
+ */
+function machineTicks(): { busy: number; all: number } {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+    const all = fields.reduce((a, b) => a + b, 0);
+    // idle and iowait are the 4th and 5th fields.
+    return { busy: all - fields[3]! - fields[4]!, all };
+  } catch {
+    return { busy: 0, all: 0 };
+  }
+}
 
 interface EngineProcess {
   child: ChildProcess;
@@ -83,6 +100,7 @@ async function runCase(server: TestPostgres, dataUrl: string, admin: pg.Pool, na
       ids.push((await api.pipelines.create(WS, { name: `copy-${i}`, source_connector_id: source.id, destination_connector_id: destination.id, batch_size: BATCH })).id);
     }
     const started = performance.now();
+    const ticks = machineTicks();
     for (const id of ids) await api.pipelines.activate(WS, id);
     const total = ROWS * pipelines;
     const written = async () => {
@@ -96,6 +114,8 @@ async function runCase(server: TestPostgres, dataUrl: string, admin: pg.Pool, na
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
     const seconds = (performance.now() - started) / 1000;
+    const after = machineTicks();
+    const busy = after.all > ticks.all ? (after.busy - ticks.busy) / (after.all - ticks.all) : 0;
     for (let i = 1; i <= pipelines; i++) {
       const landed = Number((await admin.query(`SELECT count(*) AS n FROM landed_${i}`)).rows[0].n);
       if (landed !== ROWS) throw new Error(`${name}: landed_${i} holds ${landed} rows, expected ${ROWS}`);
@@ -107,7 +127,7 @@ async function runCase(server: TestPostgres, dataUrl: string, admin: pg.Pool, na
     const cpu = [];
     for (const engine of engines.splice(0)) cpu.push(await engine.stop());
     const rate = total / seconds;
-    log(`${name}: ${total} rows in ${seconds.toFixed(1)} s (${Math.round(rate)} rows/s); pipelines per engine ${JSON.stringify(byHolder.map((h) => h.n))}; engine CPU ${cpu.map((c) => `${((c / 1e4) / seconds).toFixed(0)} %`).join(', ')} of a core`);
+    log(`${name}: ${total} rows in ${seconds.toFixed(1)} s (${Math.round(rate)} rows/s); pipelines per engine ${JSON.stringify(byHolder.map((h) => h.n))}; engine CPU ${cpu.map((c) => `${((c / 1e4) / seconds).toFixed(0)} %`).join(', ')} of a core; the machine's cores ${(busy * 100).toFixed(0)} % busy`);
     return rate;
   } finally {
     await Promise.all(engines.map((e) => e.stop()));
