@@ -191,7 +191,11 @@ export class EventsRepo {
     limit: number,
   ): Promise<KeysetResult<EventRow>> {
     const query = this.db('events').where({ workspace_id: workspaceId, pipeline_id: pipelineId });
-    applyFilters(query, filters);
+    // A next page starts after a row at or past `since`: the cursor then says everything `since`
+    // does. Left in, it made SQLite start its index range at `since` rather than at the cursor,
+    // walking every row before the page (18 ms 90,000 rows into a window, against 0.8 ms).
+    const sinceImplied = filters.since !== undefined && after !== undefined && typeof after[0] === 'string' && after[0] >= filters.since;
+    applyFilters(query, sinceImplied ? { ...filters, since: undefined } : filters);
     const page = await keysetPage<Record<string, unknown>>(query, ['occurred_at', 'id'], after, limit);
     return { rows: page.rows.map(mapEvent), hasMore: page.hasMore };
   }
