@@ -16,7 +16,7 @@ import { WebhooksRepo } from './repositories/webhooks-repo.js';
 import { WorkspacesRepo } from './repositories/workspaces-repo.js';
 import { LeasesRepo } from '../queue/index.js';
 import type { Db } from './sql-helpers.js';
-import { SqliteIdleReader } from './sqlite-direct.js';
+import { connectionDb, hasDirectTransactions, SqliteIdleReader } from './sqlite-direct.js';
 import { SqliteWriterThread } from './sqlite-writer-thread.js';
 import type { StorageConfig } from './storage-config.js';
 import { storageDialect, type StorageDialect } from './dialect.js';
@@ -107,10 +107,13 @@ export class FerryStorage {
 
   /**
    * Runs `fn` in one transaction with repositories bound to it; commits when it resolves and
-   * rolls back when it throws. On SQLite it holds the write lock from the start (`BEGIN IMMEDIATE`).
+   * rolls back when it throws. On SQLite it holds the write lock from the start (`BEGIN IMMEDIATE`),
+   * on the pooled connection directly (see `DirectTransactions`).
    */
-  async transaction<T>(fn: (repos: Repositories, trx: Knex.Transaction) => Promise<T>): Promise<T> {
-    return this.knex.transaction((trx) => fn(new Repositories(trx, this.dialect), trx));
+  async transaction<T>(fn: (repos: Repositories) => Promise<T>): Promise<T> {
+    const client = this.knex.client as unknown;
+    if (hasDirectTransactions(client)) return client.runTransaction((conn) => fn(new Repositories(connectionDb(this.knex, conn), this.dialect)));
+    return this.knex.transaction((trx) => fn(new Repositories(trx, this.dialect)));
   }
 
   /** True when the database answers a trivial query. */

@@ -53,7 +53,49 @@ export async function inSqliteTransaction(db: Db, work: (conn: Preparing<SqliteS
     }
   };
   if ((db as Knex.Transaction).isTransaction) await run(db as Knex.Transaction);
+  else if (hasDirectTransactions(db.client)) await db.client.runTransaction(async (conn) => work(conn as Preparing<SqliteStatement>));
   else await (db as Knex).transaction(run);
+}
+
+/**
+ * What the SQLite client offers beyond knex: transactions run on the pooled connection without
+ * a knex transaction object.
+ *
+ * A knex transaction builds a whole knex instance for itself (its client, its runner, every
+ * query method defined again): 160 to 410 µs here, against 45 to 117 µs for the same
+ * `BEGIN IMMEDIATE` and `COMMIT` on the connection, and most API writes are one short
+ * transaction. The connection is the pool's only one, so while a transaction holds it every
+ * other query waits for it in the pool, as it does for a knex transaction.
+ */
+export interface DirectTransactions {
+  runTransaction<T>(work: (conn: unknown) => Promise<T>): Promise<T>;
+}
+
+/** True when knex's `client` runs transactions directly (the SQLite client of sqliteStorage). */
+export function hasDirectTransactions(client: unknown): client is DirectTransactions {
+  return typeof (client as Partial<DirectTransactions>).runTransaction === 'function';
+}
+
+/**
+ * A `Db` whose every query runs on `conn`, a connection a direct transaction holds: what the
+ * repositories use inside it. Only what they use of knex is there: the call that starts a query
+ * on a table, `raw`, `isTransaction`, and a client handing out `conn` (for the hot paths that
+ * run statements on it themselves).
+ */
+export function connectionDb(knex: Knex, conn: unknown): Db {
+  const db = ((table: string) => knex(table).connection(conn)) as unknown as Knex.Transaction & { isTransaction: boolean };
+  const raw = (sql: string, bindings?: readonly unknown[]) => {
+    const query = bindings === undefined ? knex.raw(sql) : knex.raw(sql, bindings as Knex.RawBinding[]);
+    // What QueryBuilder.connection() sets: knex's runner takes this connection instead of the pool's.
+    (query as unknown as { _connection: unknown })._connection = conn;
+    return query;
+  };
+  Object.assign(db, {
+    raw,
+    isTransaction: true,
+    client: { acquireConnection: () => Promise.resolve(conn), releaseConnection: () => Promise.resolve() },
+  });
+  return db;
 }
 
 /** The part of a better-sqlite3 connection the idle-read path uses. */

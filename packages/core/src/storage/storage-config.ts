@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
 import type { Clock } from '../common/index.js';
-import { sqliteStatement } from './sqlite-direct.js';
+import { sqliteStatement, type DirectTransactions } from './sqlite-direct.js';
 import { realTimers, retryWhileBusy, type SqliteLockWait } from './sqlite-lock-wait.js';
 import type { SqliteWriterConfig } from './sqlite-writer-thread.js';
 
@@ -174,7 +174,32 @@ function immediateSqliteClient(wait: SqliteLockWait): unknown {
     }
   }
 
-  class ImmediateClient extends Client {
+  class ImmediateClient extends Client implements DirectTransactions {
+    /**
+     * Runs `work` in a transaction on the pooled connection, without knex's transaction object
+     * (see {@link DirectTransactions}): the connection is taken with the write lock held, and
+     * committed, or rolled back, and given back when `work` settles.
+     */
+    async runTransaction<T>(work: (conn: unknown) => Promise<T>): Promise<T> {
+      const pooling = this as unknown as PoolingClient;
+      const conn = await lockedConnection(pooling);
+      try {
+        const value = await work(conn);
+        sqliteStatement(conn, 'COMMIT;').run([]);
+        return value;
+      } finally {
+        // Still open: `work` failed, or the COMMIT did (the error goes on to the caller).
+        if (conn.inTransaction) {
+          try {
+            sqliteStatement(conn, 'ROLLBACK;').run([]);
+          } catch {
+            // The connection is unusable then; the pool's next query reports it.
+          }
+        }
+        await pooling.releaseConnection(conn);
+      }
+    }
+
     transaction(container: unknown, config: unknown, outerTx: unknown) {
       return new ImmediateTransaction(this, container, config, outerTx);
     }
