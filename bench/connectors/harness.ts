@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { createEngine, generateSecretKey, sqliteStorage, type Engine, type FerryPlugin } from '@ferry/core';
-import { memoryConnector, type MemoryHub } from '@ferry/testing';
+import { memoryConnector, type MemoryHub, type MemoryRecordInput } from '@ferry/testing';
 
 /** Events per case (default 200,000). */
 export const EVENTS = Number(process.env.BENCH_CONNECTORS_EVENTS ?? 200_000);
@@ -21,6 +21,17 @@ export const log = (message: string) => console.error(`connectors bench: ${messa
 
 /** Event `i`'s payload: a small order, about 100 bytes of JSON. */
 export const record = (i: number) => ({ order_id: i, sku: `SKU-${i % 10_000}`, amount: i % 1000, currency: 'EUR', customer: { email: `c${i}@example.com` } });
+
+/**
+ * The records of a destination case, built before its timing starts, each with its own time:
+ * the raw client's side builds its messages up front too, so neither side's figure includes
+ * making the workload (made while reading, it was an eighth of the engine's time). Given to
+ * `MemoryStream.generate` as `(i) => records[i]`.
+ */
+export function prebuiltRecords(count: number): MemoryRecordInput[] {
+  const t0 = Date.UTC(2026, 0, 1);
+  return Array.from({ length: count }, (_, i) => ({ type: 'bench.event', payload: record(i), occurredAt: new Date(t0 + i).toISOString() }));
+}
 
 /** Waits in real time (20 ms steps) until `check` holds. */
 export async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {

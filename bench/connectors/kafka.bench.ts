@@ -21,7 +21,7 @@ import { Kafka, logLevel, type Message } from 'kafkajs';
 import { kafka } from '@ferry/kafka';
 import { MemoryHub, startKafkaMock, type KafkaMock } from '@ferry/testing';
 import { emit } from '../emit.js';
-import { BATCH, EVENTS, WS, log, record, startEngine, until } from './harness.js';
+import { BATCH, EVENTS, WS, log, prebuiltRecords, record, startEngine, until } from './harness.js';
 import { engineContext } from '@ferry/core/internal';
 
 /** The mock needs short group timings, or a consumer's leaving hangs. */
@@ -55,7 +55,8 @@ async function benchKafka(dir: string): Promise<void> {
 
     // Destination, engine.
     const hub = new MemoryHub();
-    hub.stream('in').generate(EVENTS, (i) => ({ type: 'bench.event', payload: record(i) }));
+    const records = prebuiltRecords(EVENTS);
+    hub.stream('in').generate(EVENTS, (i) => records[i]!);
     const engine = await startEngine(hub, dir, [plugin()]);
     try {
       const source = await engine.connectors.create(WS, { type: 'memory', direction: 'source', config: { name: 'in' } });

@@ -20,7 +20,7 @@ import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectC
 import { s3 } from '@ferry/s3';
 import { MemoryHub, startTestS3, type TestS3Server } from '@ferry/testing';
 import { emit } from '../emit.js';
-import { BATCH, EVENTS, WS, log, record, startEngine, until } from './harness.js';
+import { BATCH, EVENTS, WS, log, prebuiltRecords, record, startEngine, until } from './harness.js';
 import { engineContext } from '@ferry/core/internal';
 
 async function benchS3(dir: string): Promise<void> {
@@ -54,7 +54,8 @@ async function benchS3(dir: string): Promise<void> {
 
     // Destination, engine.
     const hub = new MemoryHub();
-    hub.stream('in').generate(EVENTS, (i) => ({ type: 'bench.event', payload: record(i) }));
+    const records = prebuiltRecords(EVENTS);
+    hub.stream('in').generate(EVENTS, (i) => records[i]!);
     const engine = await startEngine(hub, dir, [s3()]);
     try {
       const source = await engine.connectors.create(WS, { type: 'memory', direction: 'source', config: { name: 'in' } });

@@ -22,7 +22,7 @@ import sdk from 'snowflake-sdk';
 import { snowflake } from '@ferry/snowflake';
 import { MemoryHub, startTestSnowflake, type TestSnowflake } from '@ferry/testing';
 import { emit } from '../emit.js';
-import { BATCH, EVENTS, WS, log, record, startEngine, until } from './harness.js';
+import { BATCH, EVENTS, WS, log, prebuiltRecords, record, startEngine, until } from './harness.js';
 import { engineContext } from '@ferry/core/internal';
 
 const COLUMNS = 'ID, TYPE, OCCURRED_AT, PAYLOAD';
@@ -70,7 +70,8 @@ async function benchSnowflake(dir: string): Promise<void> {
       emit('connectors', `snowflake: ${label} raw`, raw, 'events/s');
 
       const hub = new MemoryHub();
-      hub.stream('in').generate(EVENTS, (i) => ({ type: 'bench.event', payload: record(i) }));
+      const records = prebuiltRecords(EVENTS);
+    hub.stream('in').generate(EVENTS, (i) => records[i]!);
       const engine = await startEngine(hub, dir, [snowflake()]);
       try {
         const source = await engine.connectors.create(WS, { type: 'memory', direction: 'source', config: { name: 'in' } });

@@ -34,7 +34,7 @@ import { engineContext } from '@ferry/core/internal';
 import { MemoryHub } from '@ferry/testing';
 import { DEFAULT_CONCURRENCY, webhook } from '@ferry/webhook';
 import { emit } from '../emit.js';
-import { BATCH, EVENTS, WS, log, record, startEngine, until } from './harness.js';
+import { BATCH, EVENTS, WS, log, prebuiltRecords, record, startEngine, until } from './harness.js';
 
 /** Events per request, for the destination and the bare loop alike. */
 const REQUEST_BATCH = Number(process.env.BENCH_WEBHOOK_BATCH ?? 100);
@@ -194,7 +194,8 @@ async function benchWebhook(dir: string): Promise<void> {
 
     const hub = new MemoryHub();
     hub.stream('warm').generate(WARMUP, (i) => ({ type: 'bench.event', payload: record(i) }));
-    hub.stream('in').generate(EVENTS, (i) => ({ type: 'bench.event', payload: record(i) }));
+    const records = prebuiltRecords(EVENTS);
+    hub.stream('in').generate(EVENTS, (i) => records[i]!);
     const engine = await startEngine(hub, dir, [webhook()]);
     let rate: number;
     try {
