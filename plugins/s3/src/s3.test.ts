@@ -2,11 +2,13 @@ import { gzipSync } from 'node:zlib';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import type { ConnectorError } from '@ferry/core';
 import type { Checkpoint, DestinationEvent, JsonObject, PullSource, SourceRecord } from '@ferry/core';
+import { parseExactJson } from '@ferry/core';
 import { createConnectorOutbound } from '@ferry/core/internal';
 import { connectorContext } from '@ferry/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from './client.js';
 import { s3Destination } from './destination.js';
+import { parseLine, s3Source } from './source.js';
 import { s3, type S3Config } from './index.js';
 import { freshConfig, keysUnder, linesUnder, objectText, startStore, type TestStore } from './test-store.js';
 
@@ -198,6 +200,79 @@ describe('s3 source', () => {
     await put(c, 'exact/2.json', '[{"d":0.12345678901234567890}]');
     const { records } = await drain(await openSource({ ...c, prefix: 'exact/' }), null, 10);
     expect(records.map((r) => r.payload)).toEqual([{ a: '12345678901234567890', c: '1e400', n: 1.5 }, { d: '0.12345678901234567890' }]);
+  });
+
+  it('parses a line as parseExactJson does, taking JSON.parse only when no number token needs more', () => {
+    const lines = [
+      // Runs that look like long or exponent numbers, inside strings only (ULIDs, UUIDs, digit ids).
+      '{"id":"evt_01KDW3E5ZQ","uuid":"3e4f0c1e-9b2a-4e5d-8c7f-1a2b3c4d5e6f","n":"12345678901234567890","x":1.5}',
+      '{"a":12345678901234567890}',
+      '{"a": -0.12345678901234567890}',
+      '{"a":[1,\t12345678901234567890]}',
+      '{"a":1e400,"b":2E-3}',
+      '[9007199254740993]',
+      '12345678901234567890',
+      ' 1e3',
+      '{"s":"a:12345678901234567890"}',
+      '{"a":1234567890123456}',
+      '{"a":123456789012345}',
+    ];
+    for (const line of lines) expect(parseLine(line)).toEqual(parseExactJson(line));
+    expect(parseLine('{"a":12345678901234567890,"b":"1e5"}')).toEqual({ a: '12345678901234567890', b: '1e5' });
+    expect(() => parseLine('{"a":1e5')).toThrow(SyntaxError);
+    expect(() => parseLine('not json')).toThrow(SyntaxError);
+  });
+
+  it('fetches the next object ahead, and a read still lists first: an object added, rewritten or a checkpoint gone back is read right', async () => {
+    const c = await config({ type: 't' });
+    const lines = (from: number) => [0, 1, 2].map((i) => JSON.stringify({ n: from + i })).join('\n') + '\n';
+    for (const [key, from] of [['a', 0], ['b', 10], ['c', 20], ['d', 30]] as const) await put(c, `events/${key}.jsonl`, lines(from));
+    // The plugin's own client, noting each object it gets.
+    const gets: string[] = [];
+    const answered: string[] = [];
+    const client = await createClient(c, { maxSockets: 4, requestTimeoutMs: 10_000, now: () => 0, outbound: createConnectorOutbound({ allow: ['127.0.0.1'] }) });
+    client.middlewareStack.add((next, context) => async (args) => {
+      const key = String((args.input as { Key?: string }).Key);
+      if (context.commandName === 'GetObjectCommand') gets.push(key);
+      const output = await next(args);
+      if (context.commandName === 'GetObjectCommand') answered.push(key);
+      return output;
+    }, { step: 'initialize' });
+    /** Until the object fetched ahead has come (its body, a few bytes, right after the answer). */
+    const fetchedAhead = async (key: string) => {
+      for (let i = 0; i < 200 && !answered.includes(key); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    };
+    const source = s3Source(client, c);
+    opened.push(source);
+    const ns = (batch: { records: SourceRecord[] }) => batch.records.map((r) => r.payload.n);
+
+    // Each object is got once: b, c and d ahead, while the batch before them is handled.
+    const all = await drain(source, null, 3);
+    expect(all.records.map((r) => r.payload.n)).toEqual([0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32]);
+    expect(gets).toEqual(['events/a.jsonl', 'events/b.jsonl', 'events/c.jsonl', 'events/d.jsonl']);
+
+    // b is fetched ahead after a read of a; an object written meanwhile between them comes first.
+    const one = await source.read(null, 3, never);
+    expect(ns(one)).toEqual([0, 1, 2]);
+    await fetchedAhead('events/b.jsonl');
+    await put(c, 'events/a2.jsonl', lines(5));
+    const two = await source.read(one.checkpoint, 3, never);
+    expect(ns(two)).toEqual([5, 6, 7]);
+    // c is fetched ahead after b; c rewritten meanwhile (which the contract forbids) is read as it is now.
+    answered.length = 0;
+    const three = await source.read(two.checkpoint, 3, never);
+    expect(ns(three)).toEqual([10, 11, 12]);
+    await fetchedAhead('events/c.jsonl');
+    await put(c, 'events/c.jsonl', lines(40));
+    const four = await source.read(three.checkpoint, 3, never);
+    expect(ns(four)).toEqual([40, 41, 42]);
+    // A retry from an earlier checkpoint: what was fetched ahead (d) is not what it reads first.
+    expect(ns(await source.read(two.checkpoint, 3, never))).toEqual([10, 11, 12]);
+    // A restart from the checkpoint, on a new source: d, once, then nothing.
+    const rest = await drain(await openSource(c), four.checkpoint, 3);
+    expect(rest.records.map((r) => r.payload.n)).toEqual([30, 31, 32]);
+    expect(rest.records.map((r) => r.position)).toEqual(['events/d.jsonl:1', 'events/d.jsonl:2', 'events/d.jsonl:3']);
   });
 
   it('one read goes through more objects than one listing page holds', async () => {
