@@ -14,6 +14,18 @@ describe('parseExactJson', () => {
     expect(parseExactJson('[1234567890.1234567]')).toEqual([1234567890.1234567]);
   });
 
+  it('finds an inexact number wherever JSON lets a value start, whatever the spacing', () => {
+    expect(parseExactJson('12345678901234567890')).toBe('12345678901234567890');
+    expect(parseExactJson(' \n -1e400')).toBe('-1e400');
+    expect(parseExactJson('{"a" : \n\t 12345678901234567890}')).toEqual({ a: '12345678901234567890' });
+    expect(parseExactJson('[1,\r\n 9007199254740993 ]')).toEqual([1, '9007199254740993']);
+    expect(parseExactJson('{"a":[[{"b":[ 1E400]}]]}')).toEqual({ a: [[{ b: ['1E400'] }]] });
+    // Ids in strings that look like long numbers or exponents do not change numbers beside them.
+    expect(parseExactJson('{"id":"01KDVDNBYGT785YDDBK5ZWSXEX","uuid":"3e4f5a6b-1e2d","digits":"12345678901234567890","n":12.5}')).toEqual({
+      id: '01KDVDNBYGT785YDDBK5ZWSXEX', uuid: '3e4f5a6b-1e2d', digits: '12345678901234567890', n: 12.5,
+    });
+  });
+
   it('keeps numbers a double holds as numbers, on both paths', () => {
     expect(parseExactJson('{"n":12.5,"m":-3,"big":9007199254740991,"e":1e3,"f":2.5E-3}')).toEqual({ n: 12.5, m: -3, big: 9007199254740991, e: 1000, f: 0.0025 });
     // A long string sends the text down the exact path; the numbers beside it are unchanged.
