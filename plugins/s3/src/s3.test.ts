@@ -2,13 +2,12 @@ import { gzipSync } from 'node:zlib';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import type { ConnectorError } from '@ferry/core';
 import type { Checkpoint, DestinationEvent, JsonObject, PullSource, SourceRecord } from '@ferry/core';
-import { parseExactJson } from '@ferry/core';
 import { createConnectorOutbound } from '@ferry/core/internal';
 import { connectorContext } from '@ferry/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from './client.js';
 import { s3Destination } from './destination.js';
-import { parseLine, s3Source } from './source.js';
+import { s3Source } from './source.js';
 import { s3, type S3Config } from './index.js';
 import { freshConfig, keysUnder, linesUnder, objectText, startStore, type TestStore } from './test-store.js';
 
@@ -200,27 +199,6 @@ describe('s3 source', () => {
     await put(c, 'exact/2.json', '[{"d":0.12345678901234567890}]');
     const { records } = await drain(await openSource({ ...c, prefix: 'exact/' }), null, 10);
     expect(records.map((r) => r.payload)).toEqual([{ a: '12345678901234567890', c: '1e400', n: 1.5 }, { d: '0.12345678901234567890' }]);
-  });
-
-  it('parses a line as parseExactJson does, taking JSON.parse only when no number token needs more', () => {
-    const lines = [
-      // Runs that look like long or exponent numbers, inside strings only (ULIDs, UUIDs, digit ids).
-      '{"id":"evt_01KDW3E5ZQ","uuid":"3e4f0c1e-9b2a-4e5d-8c7f-1a2b3c4d5e6f","n":"12345678901234567890","x":1.5}',
-      '{"a":12345678901234567890}',
-      '{"a": -0.12345678901234567890}',
-      '{"a":[1,\t12345678901234567890]}',
-      '{"a":1e400,"b":2E-3}',
-      '[9007199254740993]',
-      '12345678901234567890',
-      ' 1e3',
-      '{"s":"a:12345678901234567890"}',
-      '{"a":1234567890123456}',
-      '{"a":123456789012345}',
-    ];
-    for (const line of lines) expect(parseLine(line)).toEqual(parseExactJson(line));
-    expect(parseLine('{"a":12345678901234567890,"b":"1e5"}')).toEqual({ a: '12345678901234567890', b: '1e5' });
-    expect(() => parseLine('{"a":1e5')).toThrow(SyntaxError);
-    expect(() => parseLine('not json')).toThrow(SyntaxError);
   });
 
   it('fetches the next object ahead, and a read still lists first: an object added, rewritten or a checkpoint gone back is read right', async () => {
