@@ -167,6 +167,59 @@ describe('kafka source', () => {
     expect(offset).toBe('20');
   });
 
+  it('gathers batches across partitions and fetches, up to batch_size, in each partition\'s order, each message once', async () => {
+    const topic = await freshTopic(cluster);
+    // Ten produce requests: each partition holds ten small record batches, and a fetch returns one
+    // per partition; a batch handed over takes messages from several of them.
+    for (let round = 0; round < 10; round++) {
+      await cluster.producer.send({ topic, messages: Array.from({ length: 12 }, (_, i) => ({ partition: i % 4, value: JSON.stringify({ n: round * 12 + i }) })) });
+    }
+    let outstanding = 0;
+    let most = 0;
+    const { batches, records, checkpoint } = await consume({ brokers: cluster.brokers, topics: [topic], from_beginning: true, group_id: `gather-${groups++}`, batch_size: 25 }, null, 120, async () => {
+      most = Math.max(most, ++outstanding);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      outstanding--;
+    });
+    expect(most).toBeLessThanOrEqual(2);
+    expect(batches.every((b) => b.records.length <= 25)).toBe(true);
+    // Fewer calls than the 40 record batches the topic holds: most carry a full 25.
+    expect(batches.length).toBeLessThan(12);
+    const offsets = records.map((r) => r.position.split('/').map(Number).slice(1) as [number, number]);
+    expect(records.map((r) => (r.payload as { n: number }).n).sort((a, b) => a - b)).toEqual([...Array(120).keys()]);
+    for (const partition of [0, 1, 2, 3]) {
+      expect(offsets.filter(([p]) => p === partition).map(([, o]) => o)).toEqual([...Array(30).keys()]);
+    }
+    // Each checkpoint is the position after everything handed over until then, partition by partition.
+    const seen: Record<string, number> = {};
+    for (const batch of batches) {
+      for (const record of batch.records) {
+        const [, partition, offset] = record.position.split('/');
+        seen[partition!] = Number(offset) + 1;
+      }
+      expect((batch.checkpoint as KafkaPosition)[topic]).toEqual(Object.fromEntries(Object.entries(seen).map(([p, o]) => [p, String(o)])));
+    }
+    expect(checkpoint).toEqual({ [topic]: { '0': '30', '1': '30', '2': '30', '3': '30' } });
+  });
+
+  it('after a failed batch, moves neither the checkpoint nor the group offset past the last batch that committed', async () => {
+    const topic = await freshTopic(cluster);
+    const groupId = `fail-${groups++}`;
+    for (let round = 0; round < 4; round++) {
+      await cluster.producer.send({ topic, messages: Array.from({ length: 10 }, (_, i) => ({ partition: 0, value: JSON.stringify({ n: round * 10 + i }) })) });
+    }
+    const config = { brokers: cluster.brokers, topics: [topic], from_beginning: true, group_id: groupId, batch_size: 10 };
+    const failure = new ConnectorError('storage_down', 'the checkpoint could not be written', { retryable: true });
+    let calls = 0;
+    // The second batch fails (and the engine fails every call after it): the first one holds.
+    await expect(consume(config, null, 40, async () => (++calls >= 2 ? Promise.reject(failure) : undefined))).rejects.toBe(failure);
+    const committed = (await cluster.admin.fetchOffsets({ groupId, topics: [topic] }))[0]!.partitions.find((p) => p.partition === 0)!.offset;
+    expect(committed).toBe('10');
+    // Reading again from the first batch's checkpoint gives the rest, each message once.
+    const again = await consume(config, { [topic]: { '0': '10' } }, 30);
+    expect(again.records.map((r) => (r.payload as { n: number }).n)).toEqual(Array.from({ length: 30 }, (_, i) => i + 10));
+  });
+
   it('reads from the checkpoint, not the group: behind it, the committed part is skipped; ahead of it, it seeks back', async () => {
     const topic = await freshTopic(cluster);
     const groupId = `seek-${groups++}`;

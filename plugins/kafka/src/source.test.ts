@@ -39,3 +39,4 @@ describe('toRecord: Ferry events and exact values', () => {
     expect(toRecord('t', 0, exact, () => 'x').payload).toEqual({ a: '12345678901234567890', c: '1e400', b: 1.5 });
   });
 });
+

@@ -21,14 +21,17 @@ export interface ConsumerTimings {
 }
 
 /**
- * The kafka source: a consumer in the group `group_id` (default `ferry-<pipeline id>`) hands
- * each fetched batch over in slices of `batch_size`, one message one event: the next slice while
- * the engine commits the last one (two at most), and a slice's offsets are committed to Kafka
- * once the engine committed its checkpoint. The checkpoint decides where reading resumes, not
- * the group's offsets: these trail it by at most two slices (a crash between the two commits),
- * and a partition whose fetch starts
- * elsewhere is brought back to it (skipping what was committed, or seeking back to a checkpoint
- * that was moved back), so a crash re-reads and never skips.
+ * The kafka source: a consumer in the group `group_id` (default `ferry-<pipeline id>`) hands what
+ * it fetched over in batches of up to `batch_size` messages, one message one event. A batch takes
+ * messages across partitions and fetches: a fetch holds one record batch per partition (often a
+ * few dozen messages), and a batch costs the engine a transaction and a round trip to its writer
+ * whatever its size, so a call per record batch would spend most of the engine's time on those.
+ * The next batch is handed over while the engine commits the last one (two at most), and kafkajs
+ * fetches meanwhile, into a buffer of less than a batch. A batch's offsets are committed to Kafka
+ * once the engine committed its checkpoint. The checkpoint decides where reading resumes, not the group's offsets: these
+ * trail it (a crash between the two commits), and a partition whose fetch starts elsewhere is
+ * brought back to it (skipping what was committed, or seeking back to a checkpoint that was moved
+ * back), so a crash re-reads and never skips.
  */
 export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, timings: ConsumerTimings, logger: Logger, retries = 5): PushSource {
   const topics = config.topics!;
@@ -37,20 +40,119 @@ export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, 
 
   return {
     async consume(from: Checkpoint | null, handler: (batch: SourceBatch) => Promise<void>, signal: AbortSignal): Promise<void> {
+      /** What the engine committed: the checkpoint of the last batch whose handler resolved. */
       let position: KafkaPosition = isPosition(from) ? structuredClone(from) : {};
+      /** Where each partition's next batch starts: after every message taken from kafkajs (handed over or buffered). */
+      const taken: KafkaPosition = structuredClone(position);
+      /** The position after every batch handed over: the next batch's checkpoint starts from it. */
+      let ahead: KafkaPosition = position;
+      /** Messages taken and not handed over yet, partition batch after partition batch. */
+      const buffer: { topic: string; partition: number; messages: KafkaMessage[] }[] = [];
+      let buffered = 0;
+      /** Batches handed over whose handler has not resolved yet, oldest first (two at most). */
+      const handed: { checkpoint: KafkaPosition; call: Promise<void>; committed: boolean }[] = [];
+      /** The group's offsets as last committed (or known): only those that moved are sent. */
+      const groupOffsets: KafkaPosition = {};
+      /** The group offset commit under way, if any; a request for another while it runs is `commitAgain`. */
+      let committing: Promise<void> | undefined;
+      let commitAgain = false;
+      /** Wakes a fetch waiting for room in the buffer (a batch committed, or the end). */
+      let wake: (() => void) | undefined;
+      let partialSoon = false;
+
       let settle!: (error?: unknown) => void;
       const finished = new Promise<unknown>((resolve) => (settle = (error?: unknown) => resolve(error)));
       let done = false;
-      // The batch being handed over, so that the consumer leaves only after its offset commit.
-      let running: Promise<void> = Promise.resolve();
       const finish = (error?: unknown) => {
         if (done) return;
         done = true;
         settle(error);
+        wake?.();
       };
       if (signal.aborted) return;
       const onAbort = () => finish();
       signal.addEventListener('abort', onAbort, { once: true });
+
+      /** Hands `count` buffered messages over as one batch, its checkpoint after them. */
+      const handOver = (count: number) => {
+        const records: SourceRecord[] = [];
+        const checkpoint: KafkaPosition = { ...ahead };
+        const copied = new Set<string>();
+        while (records.length < count) {
+          const chunk = buffer[0]!;
+          const take = Math.min(count - records.length, chunk.messages.length);
+          const messages = take === chunk.messages.length ? chunk.messages : chunk.messages.slice(0, take);
+          if (take === chunk.messages.length) buffer.shift();
+          else chunk.messages = chunk.messages.slice(take);
+          for (const message of messages) records.push(toRecord(chunk.topic, chunk.partition, message, typeOf));
+          if (!copied.has(chunk.topic)) {
+            copied.add(chunk.topic);
+            checkpoint[chunk.topic] = { ...checkpoint[chunk.topic] };
+          }
+          checkpoint[chunk.topic]![String(chunk.partition)] = (BigInt(messages[messages.length - 1]!.offset) + 1n).toString();
+        }
+        buffered -= count;
+        ahead = checkpoint;
+        const entry = { checkpoint, call: handler({ records, checkpoint }), committed: false };
+        handed.push(entry);
+        entry.call.then(
+          () => {
+            entry.committed = true;
+            // The engine resolves its calls in order; the position moves over those that committed.
+            while (handed[0]?.committed) position = handed.shift()!.checkpoint;
+            commitGroup();
+            if (!done) pump();
+            wake?.();
+          },
+          (error: unknown) => finish(error),
+        );
+      };
+
+      /**
+       * Hands over whatever can go: a full batch while fewer than two are outstanding, and what the
+       * buffer holds when none is (the engine is idle: the messages wait no longer), once the
+       * partition batches of the fetch at hand have all been taken (on the next turn of the loop).
+       */
+      const pump = () => {
+        while (!done && handed.length < 2 && buffered >= batchSize) handOver(batchSize);
+        if (!done && handed.length === 0 && buffered > 0 && !partialSoon) {
+          partialSoon = true;
+          setImmediate(() => {
+            partialSoon = false;
+            if (!done && handed.length === 0 && buffered > 0) handOver(Math.min(buffered, batchSize));
+          });
+        }
+      };
+
+      /**
+       * Commits the group's offsets up to the committed checkpoint, for the tools that watch a
+       * group's lag: one request at a time, the latest position each time, never waited for by
+       * the batches (losing one loses nothing: a restart reads the checkpoint).
+       */
+      const commitGroup = () => {
+        if (committing) {
+          commitAgain = true;
+          return;
+        }
+        committing = (async () => {
+          do {
+            commitAgain = false;
+            const offsets: { topic: string; partition: number; offset: string }[] = [];
+            for (const [topic, partitions] of Object.entries(position)) {
+              for (const [partition, offset] of Object.entries(partitions)) {
+                if (groupOffsets[topic]?.[partition] !== offset) offsets.push({ topic, partition: Number(partition), offset });
+              }
+            }
+            if (offsets.length === 0) continue;
+            try {
+              await consumer.commitOffsets(offsets);
+              for (const { topic, partition, offset } of offsets) (groupOffsets[topic] ??= {})[String(partition)] = offset;
+            } catch (error) {
+              logger.debug({ code: classifyError(error, 'source').code }, 'kafka: committing the group offsets failed; the checkpoint holds');
+            }
+          } while (commitAgain);
+        })().finally(() => (committing = undefined));
+      };
 
       const consumer = kafka.consumer({
         groupId,
@@ -63,14 +165,16 @@ export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, 
         retry: { retries, initialRetryTime: 200, maxRetryTime: 5_000, restartOnFailure: async () => false },
       });
       consumer.on(consumer.events.CRASH, (event) => finish(classifyError(event.payload.error, 'source')));
-      // Each time partitions are assigned (the first join, a rebalance), reading starts at the
-      // checkpoint, wherever the group's offsets are: behind it after a crash between the two
-      // commits, ahead of it when the checkpoint was moved back. kafkajs applies a seek at the
-      // next fetch, and this runs before it.
+      // Each time partitions are assigned (the first join, a rebalance), reading goes on after
+      // what this consumption took, wherever the group's offsets are: at the checkpoint on the
+      // first join (behind the group after a crash between the two commits, ahead of it when the
+      // checkpoint was moved back), after the messages handed over or buffered on a rebalance
+      // (they are handed over, or the consumption fails and starts again from the checkpoint).
+      // kafkajs applies a seek at the next fetch, and this runs before it.
       consumer.on(consumer.events.GROUP_JOIN, (event) => {
         for (const [topic, partitions] of Object.entries(event.payload.memberAssignment)) {
           for (const partition of partitions) {
-            const offset = position[topic]?.[String(partition)];
+            const offset = taken[topic]?.[String(partition)];
             if (offset !== undefined) consumer.seek({ topic, partition, offset });
           }
         }
@@ -86,14 +190,17 @@ export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, 
           autoCommit: false,
           eachBatchAutoResolve: false,
           partitionsConsumedConcurrently: 1,
-          eachBatch: (payload) => (running = takeBatch(payload)),
+          eachBatch: takeBatch,
         });
       })().catch((error: unknown) => finish(classifyError(error, 'source')));
       let setUp = false;
       void setup.then(() => (setUp = true));
       const outcome = await finished;
       signal.removeEventListener('abort', onAbort);
-      await running.catch(() => undefined);
+      // What was handed over settles (the engine commits it, or fails it), and the group's offsets
+      // follow what committed, before the consumer leaves.
+      await Promise.allSettled(handed.map((h) => h.call));
+      while (committing) await committing;
       // A disconnect waits for a connect in progress; a setup still under way (kafkajs retrying
       // a broker that does not answer) disconnects once it ends, in the background.
       if (setUp) await consumer.disconnect().catch(() => undefined);
@@ -102,9 +209,9 @@ export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, 
 
       async function takeBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
         const { topic, partition } = batch;
-        const expected = position[topic]?.[String(partition)];
+        if (done || !isRunning() || isStale() || batch.messages.length === 0) return;
+        const expected = taken[topic]?.[String(partition)];
         let messages = batch.messages;
-        if (done || messages.length === 0) return;
         if (expected !== undefined && BigInt(batch.highWatermark) < BigInt(expected)) {
           // The partition ends before the checkpoint: the topic was recreated or truncated, and
           // kafkajs reset the group to one end of the log. Skipping to the old checkpoint would
@@ -119,52 +226,37 @@ export function kafkaSource(kafka: Kafka, config: KafkaConfig, groupId: string, 
           return;
         }
         if (expected !== undefined) {
-          // Fetched before the seek took (or again after a rebalance): committed already, skipped.
-          const skipped = messages.filter((m) => BigInt(m.offset) < BigInt(expected));
-          if (skipped.length > 0) resolveOffset(skipped[skipped.length - 1]!.offset);
-          messages = messages.slice(skipped.length);
+          // Fetched before the seek took (or again after a rebalance): taken already, skipped.
+          const from = BigInt(expected);
+          let skip = 0;
+          while (skip < messages.length && BigInt(messages[skip]!.offset) < from) skip++;
+          if (skip > 0) {
+            resolveOffset(messages[skip - 1]!.offset);
+            messages = messages.slice(skip);
+          }
         }
-        // A slice is handed over while the one before it commits (the engine writes it
-        // meanwhile), two at most; each one's offsets move once its handler resolved.
-        const handed: { done: Promise<void>; next: KafkaPosition; last: string; nextOffset: string }[] = [];
-        /** Waits for the oldest slice handed over; false (and the consumption ended) when it failed. */
-        const settleOldest = async (): Promise<boolean> => {
-          const oldest = handed.shift()!;
-          try {
-            await oldest.done;
-          } catch (error) {
-            finish(error);
-            return false;
-          }
-          position = oldest.next;
-          resolveOffset(oldest.last);
-          // The group's offsets follow the committed checkpoint, for the tools that watch a
-          // group's lag. Losing this commit loses nothing: a restart reads the checkpoint.
-          await consumer.commitOffsets([{ topic, partition, offset: oldest.nextOffset }]).catch((error: unknown) => {
-            logger.debug({ topic, partition, code: classifyError(error, 'source').code }, 'kafka: committing the group offset failed; the checkpoint holds');
+        if (messages.length === 0) return;
+        const last = messages[messages.length - 1]!.offset;
+        // The next fetch of this partition starts after these messages: they are this
+        // consumption's now (handed over, or dropped with it when it fails). The group's offset
+        // moves only once the engine committed them.
+        resolveOffset(last);
+        (taken[topic] ??= {})[String(partition)] = (BigInt(last) + 1n).toString();
+        buffer.push({ topic, partition, messages });
+        buffered += messages.length;
+        pump();
+        // Backpressure: with two batches outstanding and a full one buffered, fetching waits for a
+        // commit, beating the group's heart meanwhile (kafkajs beats only between batches).
+        while (!done && buffered >= batchSize) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, timings.heartbeatIntervalMs);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
           });
+          wake = undefined;
           if (!done) await heartbeat().catch(() => undefined);
-          return true;
-        };
-        let ahead = position;
-        try {
-          for (let at = 0; at < messages.length; at += batchSize) {
-            if (done || !isRunning() || isStale()) return;
-            const slice = messages.slice(at, at + batchSize);
-            const last = slice[slice.length - 1]!.offset;
-            const nextOffset = (BigInt(last) + 1n).toString();
-            const next: KafkaPosition = { ...ahead, [topic]: { ...ahead[topic], [String(partition)]: nextOffset } };
-            ahead = next;
-            const call = handler({ records: slice.map((m) => toRecord(topic, partition, m, typeOf)), checkpoint: next });
-            // Awaited by settleOldest; never left unhandled meanwhile.
-            call.catch(() => undefined);
-            handed.push({ done: call, next, last, nextOffset });
-            while (handed.length >= 2) if (!(await settleOldest())) return;
-          }
-        } finally {
-          // Whatever was handed over settles before the next fetch (or the end): the position
-          // of every later checkpoint starts from what committed.
-          while (handed.length > 0) if (!(await settleOldest())) await Promise.allSettled(handed.splice(0).map((h) => h.done));
         }
       }
     },
@@ -214,24 +306,21 @@ const MAX_DATE_MS = 8.64e15;
  * tombstone as `{ value: null }`. The position is `topic/partition/offset`.
  */
 export function toRecord(topic: string, partition: number, message: KafkaMessage, typeOf: (headers: KafkaMessage['headers'], value: JsonObject | undefined) => string): SourceRecord {
-  const position = `${topic}/${partition}/${message.offset}`;
-  const ms = Number(message.timestamp);
-  // A timestamp outside what a Date holds (nanoseconds written as CreateTime) is no timestamp:
-  // the engine then uses the read time, rather than failing on the message forever.
-  const timestamp = Number.isFinite(ms) && ms > 0 && ms <= MAX_DATE_MS ? new Date(ms).toISOString() : undefined;
   const parsed = parseValue(message.value);
   const object = isObject(parsed) ? parsed : undefined;
-  const ferryId = headerText(message.headers, ID_HEADER);
+  const ferryId = object ? headerText(message.headers, ID_HEADER) : undefined;
   if (object && ferryId !== undefined && isObject(object.payload)) {
     return {
       // The Ferry event's own id is its position, not where it sits in the topic: a message
       // produced twice (a retried batch upstream) yields the same event id here, one event.
       position: `${ID_HEADER}/${ferryId}`,
       type: typeof object.type === 'string' && object.type.length > 0 ? object.type : typeOf(message.headers, object.payload),
-      occurredAt: typeof object.occurred_at === 'string' ? object.occurred_at : timestamp,
+      occurredAt: typeof object.occurred_at === 'string' ? object.occurred_at : timestampOf(message),
       payload: object.payload,
     };
   }
+  const position = `${topic}/${partition}/${message.offset}`;
+  const timestamp = timestampOf(message);
   let payload: JsonObject;
   if (object) payload = object;
   else if (parsed !== undefined) payload = { value: parsed };
@@ -246,11 +335,20 @@ export function toRecord(topic: string, partition: number, message: KafkaMessage
   return { position, type: typeOf(message.headers, object), occurredAt: timestamp, payload };
 }
 
+/** The message's timestamp as an ISO time, or undefined when it has none a Date holds. */
+function timestampOf(message: KafkaMessage): string | undefined {
+  const ms = Number(message.timestamp);
+  // A timestamp outside what a Date holds (nanoseconds written as CreateTime) is no timestamp:
+  // the engine then uses the read time, rather than failing on the message forever.
+  return Number.isFinite(ms) && ms > 0 && ms <= MAX_DATE_MS ? new Date(ms).toISOString() : undefined;
+}
+
 /** The message value as JSON (numbers exact), or undefined when it is not JSON (or absent). */
 function parseValue(value: Buffer | null): JsonValue | undefined {
   if (value === null || value.length === 0) return undefined;
+  const text = value.toString('utf8');
   try {
-    return parseExactJson(value.toString('utf8'));
+    return parseExactJson(text);
   } catch {
     return undefined;
   }
