@@ -1,7 +1,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../plugin-api/index.js';
-import { DOT_PATH_PATTERN, DotPath, DotPathError, deletePath, getPath, hasPath, parseDotPath, setPath } from './dot-path.js';
+import { DOT_PATH_PATTERN, DotPath, DotPathError, copyAlong, deletePath, getPath, hasPath, parseDotPath, setPath } from './dot-path.js';
 
 describe('parseDotPath', () => {
   it('splits on dots', () => {
@@ -154,5 +154,35 @@ describe('DotPath schema', () => {
 
   it('is a valid unicode-mode pattern for other JSON Schema validators', () => {
     expect(() => new RegExp(DOT_PATH_PATTERN, 'u')).not.toThrow();
+  });
+});
+
+describe('copyAlong', () => {
+  it('copies the containers on the paths, shares the rest, and leaves the root unchanged when the copy is changed there', () => {
+    const root = { a: { b: { c: 1 }, keep: { k: 1 } }, items: [{ sku: 'x' }, { sku: 'y' }], other: { o: 1 } };
+    const before = structuredClone(root);
+    const copy = copyAlong(root, ['a.b.c', 'items.1.sku', 'missing.deeper']) as unknown as typeof root;
+    expect(copy).toEqual(root);
+    expect(copy).not.toBe(root);
+    expect(copy.a).not.toBe(root.a);
+    expect(copy.a.b).not.toBe(root.a.b);
+    expect(copy.items).not.toBe(root.items);
+    expect(copy.items[1]).not.toBe(root.items[1]);
+    // Off the paths: shared.
+    expect(copy.a.keep).toBe(root.a.keep);
+    expect(copy.items[0]).toBe(root.items[0]);
+    expect(copy.other).toBe(root.other);
+    const changed = copy as unknown as JsonObject;
+    setPath(changed, 'a.b.c', 2);
+    setPath(changed, 'items.1.sku', 'z');
+    deletePath(changed, 'a.b');
+    setPath(changed, 'missing.deeper', true);
+    expect(root).toEqual(before);
+  });
+
+  it('parses each path once and hands out the same frozen segments', () => {
+    expect(parseDotPath('x.y')).toBe(parseDotPath('x.y'));
+    expect(Object.isFrozen(parseDotPath('x.y'))).toBe(true);
+    expect(() => parseDotPath('x..y')).toThrow(DotPathError);
   });
 });

@@ -48,13 +48,58 @@ export class DotPathError extends Error {
  * forbidden one: the helpers below are also reachable by plugins and by data written before a
  * schema tightened, so they do not rely on the schema alone.
  */
-export function parseDotPath(path: string): string[] {
-  const segments = path.split('.');
-  for (const segment of segments) {
+export function parseDotPath(path: string): readonly string[] {
+  let segments = parsedPaths.get(path);
+  if (segments) return segments;
+  const parsed = path.split('.');
+  for (const segment of parsed) {
     if (segment === '') throw new DotPathError(path, 'empty segment');
     if (FORBIDDEN_PATH_SEGMENTS.has(segment)) throw new DotPathError(path, `segment ${JSON.stringify(segment)} is not allowed`);
   }
+  segments = Object.freeze(parsed);
+  if (parsedPaths.size >= PARSED_PATHS_LIMIT) parsedPaths.delete(parsedPaths.keys().next().value!);
+  parsedPaths.set(path, segments);
   return segments;
+}
+
+// A step's paths are the same for every event: each is split and checked once, not per event
+// and access. Bounded, as paths come from pipelines' configs; frozen, as they are shared.
+const PARSED_PATHS_LIMIT = 1_000;
+const parsedPaths = new Map<string, readonly string[]>();
+
+/**
+ * A copy of `root` that a step may change along `paths` without touching `root`: the root and
+ * every object or array on the way down each path (as far as it exists) are copied, one level
+ * each; everything else is shared. Steps leave their input alone and never change a value in
+ * place that they did not copy, so sharing is safe, and it costs a few objects per event where
+ * `structuredClone` copied the whole payload.
+ */
+export function copyAlong(root: JsonObject, paths: readonly string[]): JsonObject {
+  const copy: JsonObject = { ...root };
+  for (const path of paths) {
+    let container: JsonObject | JsonValue[] = copy;
+    for (const segment of parseDotPath(path)) {
+      const next = child(container, segment);
+      if (Array.isArray(next)) {
+        const copied = [...next];
+        assignChild(container, segment, copied);
+        container = copied;
+      } else if (isObject(next)) {
+        const copied = { ...next };
+        assignChild(container, segment, copied);
+        container = copied;
+      } else {
+        break;
+      }
+    }
+  }
+  return copy;
+}
+
+/** Puts `value` at an existing `segment` of `container`. */
+function assignChild(container: JsonObject | JsonValue[], segment: string, value: JsonValue): void {
+  if (Array.isArray(container)) container[Number(segment)] = value;
+  else container[segment] = value;
 }
 
 // Only canonical indexes (`0`, `12`, never `01` or `-1`) address array elements, so that every
@@ -151,9 +196,9 @@ export function setPath(root: JsonObject, path: string, value: JsonValue): void 
  */
 export function deletePath(root: JsonObject, path: string): boolean {
   const segments = parseDotPath(path);
-  const last = segments.pop() as string;
+  const last = segments[segments.length - 1] as string;
   let container: JsonValue | undefined = root;
-  for (const segment of segments) {
+  for (const segment of segments.slice(0, -1)) {
     container = child(container, segment);
     if (container === undefined) return false;
   }

@@ -151,6 +151,9 @@ function matches(step: FilterStep, actual: JsonValue | undefined): boolean {
   }
 }
 
+/** Filter steps found valid; weak, so a pipeline's steps go with its chain. */
+const validSteps = new WeakSet<FilterStep>();
+
 /**
  * The `filter` step: keeps events whose payload value at `path` satisfies `op` against `value`
  * and returns `null` for the others, which the engine records as `filtered`.
@@ -169,9 +172,13 @@ export const filterStep = defineTransform({
   validate: problems,
   apply(event, step) {
     // Validation normally runs at create time; re-checking here means a step stored before a rule
-    // existed fails loudly (dead-letter) instead of silently filtering every event.
-    const problem = problems(step)[0];
-    if (problem) throw new Error(`Invalid filter step: ${problem.detail}`);
+    // existed fails loudly (dead-letter) instead of silently filtering every event. Once per step
+    // object (a pipeline's chain keeps its own), not once per event.
+    if (!validSteps.has(step)) {
+      const problem = problems(step)[0];
+      if (problem) throw new Error(`Invalid filter step: ${problem.detail}`);
+      validSteps.add(step);
+    }
     return matches(step, getPath(event.payload, step.path)) ? { ...event } : null;
   },
 });

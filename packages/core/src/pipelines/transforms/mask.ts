@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import { defineTransform, type JsonValue } from '../../plugin-api/index.js';
-import { DotPath, getPath, setPath } from './dot-path.js';
+import { copyAlong, DotPath, getPath, setPath } from './dot-path.js';
 
 /** What `redact` writes in place of the value. */
 export const REDACTED = '***';
@@ -40,7 +40,7 @@ export const maskStep = defineTransform({
   apply(event, step, ctx) {
     const value = getPath(event.payload, step.path);
     if (value === undefined) return { ...event };
-    const payload = structuredClone(event.payload);
+    const payload = copyAlong(event.payload, [step.path]);
     setPath(payload, step.path, step.method === 'redact' ? REDACTED : maskHash(ctx.salt, value));
     return { ...event, payload };
   },

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { defineTransform } from '../../plugin-api/index.js';
-import { DotPath, deletePath, getPath, setPath } from './dot-path.js';
+import { copyAlong, DotPath, deletePath, getPath, setPath } from './dot-path.js';
 
 /** Schema of a `rename` step. */
 export const RenameStepSchema = Type.Object(
@@ -25,8 +25,9 @@ export const renameStep = defineTransform({
   schema: RenameStepSchema,
   apply(event, step) {
     if (step.from === step.to || getPath(event.payload, step.from) === undefined) return { ...event };
-    const payload = structuredClone(event.payload);
-    // Read from the clone, so the moved value is not shared with the input event.
+    // Only what lies on the two paths is copied (a moved object or array one level deep); the
+    // rest is shared with the input event, which no step changes in place.
+    const payload = copyAlong(event.payload, [step.from, step.to]);
     const value = getPath(payload, step.from);
     if (value === undefined) return { ...event };
     deletePath(payload, step.from);
