@@ -52,12 +52,16 @@ export class StreamShare {
   async refresh(active: Iterable<string>): Promise<void> {
     this.streaming.clear();
     for (const id of active) this.streaming.add(id);
-    const leases = this.ctx.storage.repos.leases;
-    // Lost (taken over after a long outage, which no one else can do) or never taken: take it again.
-    this.keeper ??= await LeaseKeeper.acquire(this.ctx, MEMBER_PREFIX + this.ctx.instanceId, this.options.leaseTtlMs, () => {
-      this.keeper = null;
-    });
-    this.engines = Math.max(1, await leases.countHeld(MEMBER_PREFIX, this.ctx.clock.now()));
+    try {
+      // Lost (taken over after a long outage, which no one else can do) or never taken: take it again.
+      this.keeper ??= await LeaseKeeper.acquire(this.ctx, MEMBER_PREFIX + this.ctx.instanceId, this.options.leaseTtlMs, () => {
+        this.keeper = null;
+      });
+      this.engines = Math.max(1, await this.ctx.storage.repos.leases.countHeld(MEMBER_PREFIX, this.ctx.clock.now()));
+    } catch (error) {
+      // The poll goes on with the last count: pipelines are still taken up and handed over.
+      this.ctx.logger.warn({ err: (error as Error)?.message }, 'could not count the engines running pipelines; keeping the last count');
+    }
   }
 
   /** A pipeline became active (or stopped being) in this engine: counted before the next poll. */
