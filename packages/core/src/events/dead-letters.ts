@@ -70,14 +70,15 @@ export function replayItem(letter: DeadLetterRow, stepCount: number, attemptsBef
  */
 export async function commitReplay(ctx: EngineContext, input: { pipeline: PipelineRow; token: string; results: readonly ItemResult[] }): Promise<void> {
   const now = nowIso(ctx);
-  await transact(ctx, async (repos, emit) => {
-    for (const r of input.results) {
-      // Ends the lease and the request; a dead letter of a replay that failed again is rewritten below.
-      const held = await repos.events.replays.complete(r.event.id, input.token, { replay_requested_at: null }, ctx.clock.now());
-      if (!held) throw new FerryError('lease_lost', `The replay of ${r.event.id} was taken over; its outcome is not committed.`);
-      if (r.status !== 'dead_lettered') await repos.events.deleteDeadLetter(r.event.id);
-    }
-    await recordResults(repos, emit, input.pipeline, input.results, now);
-  });
-  ctx.eventLog.publish(input.pipeline.workspace_id, input.pipeline.id, input.results, now);
+  await ctx.eventLog.record(input.pipeline.workspace_id, input.pipeline.id, input.results, now, () =>
+    transact(ctx, async (repos, emit) => {
+      for (const r of input.results) {
+        // Ends the lease and the request; a dead letter of a replay that failed again is rewritten below.
+        const held = await repos.events.replays.complete(r.event.id, input.token, { replay_requested_at: null }, ctx.clock.now());
+        if (!held) throw new FerryError('lease_lost', `The replay of ${r.event.id} was taken over; its outcome is not committed.`);
+        if (r.status !== 'dead_lettered') await repos.events.deleteDeadLetter(r.event.id);
+      }
+      await recordResults(repos, emit, input.pipeline, input.results, now);
+    }),
+  );
 }

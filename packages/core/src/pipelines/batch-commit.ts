@@ -84,15 +84,17 @@ export async function commitBatch(
     ctx.assertRunning();
     const rest: WriterStep[] = [fencedCheckpointStep(input.pipeline.id, input.checkpoint, input.runId, now, input.fence)];
     if (input.runId) rest.push(runCountsStep(input.runId, input.counts));
-    let outcome;
-    try {
-      outcome = await writer.transaction([input.batch.logStep, ...rest], input.order);
-    } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
-      outcome = await writer.transaction([asEventUpsert(input.batch.logStep), ...rest], input.order);
-    }
-    if (!outcome.committed) throw new FerryError('lease_lost', `The lease ${input.fence.name} was taken over; the batch is not committed.`);
-    ctx.eventLog.publish(input.pipeline.workspace_id, input.pipeline.id, input.batch.results, now);
+    const logStep = input.batch.logStep;
+    await ctx.eventLog.record(input.pipeline.workspace_id, input.pipeline.id, input.batch.results, now, async () => {
+      let outcome;
+      try {
+        outcome = await writer.transaction([logStep, ...rest], input.order);
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+        outcome = await writer.transaction([asEventUpsert(logStep), ...rest], input.order);
+      }
+      if (!outcome.committed) throw new FerryError('lease_lost', `The lease ${input.fence.name} was taken over; the batch is not committed.`);
+    });
     if (input.runId) runChanged(ctx, { workspace_id: input.pipeline.workspace_id, pipeline_id: input.pipeline.id, id: input.runId });
     return;
   }
@@ -107,12 +109,13 @@ export async function commitBatch(
       }
       if (input.runId) await repos.runs.addCounts(input.runId, input.counts);
     });
-  try {
-    await attempt(true);
-  } catch (error) {
-    if (!isUniqueViolation(error)) throw error;
-    await attempt(false);
-  }
-  ctx.eventLog.publish(input.pipeline.workspace_id, input.pipeline.id, results, now);
+  await ctx.eventLog.record(input.pipeline.workspace_id, input.pipeline.id, results, now, async () => {
+    try {
+      await attempt(true);
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      await attempt(false);
+    }
+  });
   if (input.runId) runChanged(ctx, { workspace_id: input.pipeline.workspace_id, pipeline_id: input.pipeline.id, id: input.runId });
 }
