@@ -428,10 +428,25 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       const settled = await holders();
       expect([settled.get(a), settled.get(b)]).toEqual([3, 2]);
 
+      // The engines cannot be counted (the leases table refuses that query): each poll goes on
+      // with the last count, so a pipeline activated meanwhile is still taken up.
+      const leaseRepos = [h.engine, other.engine].map((e) => engineContext(e).storage.repos.leases);
+      const counts = leaseRepos.map((repo) => repo.countHeld);
+      for (const repo of leaseRepos) repo.countHeld = () => Promise.reject(new Error('the leases table refuses'));
+      push(h, 100, 0, 'in-f');
+      const late = await pipeline(h, { source: 'in-f', sink: 'out-f' });
+      await eventually(h.clock, () => h.hub.sink('out-f').events.size === 100, 1_000);
+      const meanwhile = await holders();
+      expect((meanwhile.get(a) ?? 0) + (meanwhile.get(b) ?? 0)).toBe(6);
+      leaseRepos.forEach((repo, i) => (repo.countHeld = counts[i]!));
+      names.push('f');
+      pipelines.push(late);
+      push(h, 100, 100, 'in-f');
+
       // The second engine stops: its pipelines come back to the first, from their checkpoints.
       await other.engine.stop();
       for (const name of names) push(h, 100, 200, `in-${name}`);
-      await eventually(h.clock, async () => delivered(300) && (await holders()).get(a) === 5, 5_000, 100);
+      await eventually(h.clock, async () => delivered(300) && (await holders()).get(a) === names.length, 5_000, 100);
       for (const name of names) expect(h.hub.sink(`out-${name}`).duplicates).toBe(0);
       for (const p of pipelines) expect(await allEvents(h, p.id)).toHaveLength(300);
     });
