@@ -54,7 +54,7 @@ async function consume(config: JsonObject, from: KafkaPosition | null, want: num
   return { batches, records: batches.flatMap((b) => b.records), checkpoint: batches.at(-1)?.checkpoint as KafkaPosition | undefined };
 }
 
-describe('kafka destination', () => {
+describe.concurrent('kafka destination', () => {
   it('produces each event as its JSON with ferry headers, keyed by its id, stamped with occurred_at', async () => {
     const topic = await freshTopic(cluster);
     const results = await write({ brokers: cluster.brokers, topic }, [event(1), event(2)]);
@@ -87,7 +87,7 @@ describe('kafka destination', () => {
   });
 });
 
-describe('kafka source', () => {
+describe.concurrent('kafka source', () => {
   it('turns each message into one event: Ferry events as they are, others by type_header, type_path or type', async () => {
     const topic = await freshTopic(cluster);
     const at = Date.UTC(2026, 3, 1, 12, 0, 0);

@@ -26,13 +26,34 @@ export async function startCluster(): Promise<TestCluster> {
     mock,
     brokers: mock.brokers,
     kafka,
-    admin,
+    admin: oneAtATime(admin),
     producer,
     stop: async () => {
       await Promise.all([admin.disconnect(), producer.disconnect()]);
       await mock.stop();
     },
   };
+}
+
+/**
+ * The admin client with its requests run one after another. Tests of a file run concurrently
+ * (each on its own topic and group, so that the mock's 3 s group joins overlap); kafkajs's admin
+ * keeps one metadata cache whose target topics concurrent calls replace, and then answers a
+ * topic's offsets with no partitions.
+ */
+function oneAtATime(admin: Admin): Admin {
+  let last: Promise<unknown> = Promise.resolve();
+  return new Proxy(admin, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function' || property === 'on' || property === 'logger' || property === 'events') return value;
+      return (...args: unknown[]) => {
+        const run = last.then(() => (value as (...a: unknown[]) => unknown).apply(target, args));
+        last = run.catch(() => undefined);
+        return run;
+      };
+    },
+  });
 }
 
 let topics = 0;
