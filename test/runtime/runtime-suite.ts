@@ -29,7 +29,7 @@ interface Harness {
   engine: Engine;
   heard: PlatformEvent[];
   /** Starts another engine on the same database (a restart, or a second instance). */
-  another(options?: { clock?: VirtualClock; runtime?: Partial<RuntimeOptions> }): Promise<{ engine: Engine; heard: PlatformEvent[] }>;
+  another(options?: { clock?: VirtualClock; runtime?: Partial<RuntimeOptions>; instanceId?: string }): Promise<{ engine: Engine; heard: PlatformEvent[] }>;
 }
 
 /**
@@ -46,23 +46,23 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
 
     // Leases outlive the steps of virtual time the tests take (up to ten minutes), so a database
     // round trip still in flight when time jumps never lets one expire; the takeover test sets its own.
-    async function setup(options: Partial<RuntimeOptions> = {}): Promise<Harness> {
+    async function setup(options: Partial<RuntimeOptions> = {}, instanceId?: string): Promise<Harness> {
       const runtime = { leaseTtlMs: 30 * MINUTE, pollIntervalMs: MINUTE, ...options };
       const db = await factory();
       // Timers wait a little real time after firing: their callbacks do database I/O before the next one is due.
       const clock = new VirtualClock(undefined, { settleRealMs: 1 });
       const hub = new MemoryHub({ clock });
       const secretKey = generateSecretKey();
-      const start = async (c: VirtualClock, r: Partial<RuntimeOptions>) => {
-        const engine = await createEngine({ storage: db.config(), clock: c, secretKey, plugins: [memoryConnector(hub)], runtime: { ...runtime, ...r }, logger });
+      const start = async (c: VirtualClock, r: Partial<RuntimeOptions>, id?: string) => {
+        const engine = await createEngine({ storage: db.config(), clock: c, secretKey, plugins: [memoryConnector(hub)], runtime: { ...runtime, ...r }, logger, ...(id === undefined ? {} : { instanceId: id }) });
         const heard: PlatformEvent[] = [];
         engine.on('*', (e) => heard.push(e));
         await engine.start();
         engines.push(engine);
         return { engine, heard };
       };
-      const first = await start(clock, {});
-      return { clock, hub, ...first, another: (o = {}) => start(o.clock ?? clock, o.runtime ?? {}) };
+      const first = await start(clock, {}, instanceId);
+      return { clock, hub, ...first, another: (o = {}) => start(o.clock ?? clock, o.runtime ?? {}, o.instanceId) };
     }
 
     async function pipeline(h: Harness, input: { transforms?: TransformStep[]; schedule?: string | null; batch_size?: number; activate?: boolean; source?: string; sink?: string; mode?: 'pull' | 'push'; pushAhead?: boolean } = {}): Promise<Pipeline> {
@@ -395,6 +395,23 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       const runs = (await b.engine.pipelines.listRuns(WS, p.id)).data;
       expect(runs.map((r) => [r.status, r.error])).toEqual([['failed', 'interrupted'], ['running', null]]);
       expect(await allEvents(h, p.id)).toHaveLength(150);
+    });
+
+    it('an engine started with the instance id of one that died takes its pipeline back at once, not after the lease time', async () => {
+      const h = await setup({ leaseTtlMs: 30 * MINUTE, pollIntervalMs: 5_000 }, 'worker-1');
+      push(h, 100);
+      const p = await pipeline(h);
+      await eventually(h.clock, async () => h.hub.sink('out').events.size === 100 && (await allEvents(h, p.id)).length === 100);
+      // The first engine "dies" (its clock never runs a timer again); a supervisor starts the same id again.
+      const clockB = new VirtualClock(h.clock.now(), { settleRealMs: 1 });
+      const b = await h.another({ clock: clockB, instanceId: 'worker-1' });
+      push(h, 50, 100);
+      // At most 100 s of virtual time: far inside the 30-minute lease the first engine holds.
+      await eventually(clockB, async () => h.hub.sink('out').events.size === 150 && (await allEvents(h, p.id)).length === 150, 1_000, 100);
+      expect(h.hub.sink('out').duplicates).toBe(0);
+      // Both runs started at the same virtual time: their order is the ids'.
+      const runs = (await b.engine.pipelines.listRuns(WS, p.id)).data;
+      expect(runs.map((r) => [r.status, r.error]).sort()).toEqual([['failed', 'interrupted'], ['running', null]]);
     });
 
     it('streaming pipelines spread over the engines that run them, and come back when one leaves', async () => {

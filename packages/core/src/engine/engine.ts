@@ -59,7 +59,13 @@ export interface EngineOptions {
   clock?: Clock;
   /** A pino-compatible logger. Default: silent. */
   logger?: Logger;
-  /** Identifies this instance as a lease holder (default: a random UUID). */
+  /**
+   * Identifies this instance as a lease holder (default: a random UUID). An engine given the id
+   * of one that has exited (a supervisor starting a crashed worker again) ends that one's leases
+   * when it starts, so its pipelines, runs, replays and deliveries are taken up at once instead
+   * of after the lease time. Give an id to one running engine at a time: two engines sharing one
+   * take each other's leases at start (fencing keeps the data safe, but work moves for nothing).
+   */
   instanceId?: string;
   /**
    * Hosts or CIDRs that webhooks and connectors may reach over plain http and despite being
@@ -113,6 +119,8 @@ export class Engine {
   readonly platformEvents$: Observable<PlatformEvent>;
   /** This instance's id as a lease holder. */
   readonly instanceId: string;
+  /** Whether the host named this instance: then it may be a previous process's, whose leases it takes back. */
+  private readonly instanceIdGiven: boolean;
   private readonly lag = new Map<string, number>();
   private readonly eventLog = new EventLogFeed();
   private readonly runFeed = new RunFeed();
@@ -142,6 +150,7 @@ export class Engine {
       this.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'an engine timer callback failed'),
     );
     this.instanceId = options.instanceId ?? randomUUID();
+    this.instanceIdGiven = options.instanceId !== undefined;
     if (options.secretKey === undefined && !options.storage.ephemeral) {
       throw new FerryError('configuration_invalid', 'secretKey is required: it encrypts connector and webhook secrets at rest.');
     }
@@ -240,6 +249,19 @@ export class Engine {
     });
   }
 
+  /** Ends the leases a previous process with this instance id held (see `EngineOptions.instanceId`). */
+  private async takeBackLeases(): Promise<void> {
+    const repos = this.storage.repos;
+    const now = this.clock.now();
+    const ended = [
+      await repos.leases.expireHeldBy(this.instanceId, now),
+      await repos.runs.queue.expireHeldBy(this.instanceId, now),
+      await repos.events.replays.expireHeldBy(this.instanceId, now),
+      await repos.deliveries.queue.expireHeldBy(this.instanceId, now),
+    ].reduce((a, b) => a + b, 0);
+    if (ended > 0) this.logger.info({ instance_id: this.instanceId, leases: ended }, 'took back the leases this instance id held in a previous process');
+  }
+
   /** Current lifecycle state. */
   get state(): EngineState {
     return this.lifecycle;
@@ -257,6 +279,7 @@ export class Engine {
       throw error;
     }
     this.lifecycle = 'running';
+    if (this.instanceIdGiven) await this.takeBackLeases();
     await recoverRotations(engineContext(this), this.hooks);
     await this.runtime.start();
     this.delivery.start();

@@ -63,6 +63,15 @@ export class LeasesRepo {
     return affected(await this.db('leases').where({ name, token }).delete()) === 1;
   }
 
+  /**
+   * Ends now every lease `holder` holds, as if it had expired: for a process started again with
+   * the instance id of one that has exited, so its work is taken up at once instead of after the
+   * lease time. The number of leases ended.
+   */
+  async expireHeldBy(holder: string, now: number): Promise<number> {
+    return affected(await this.db('leases').where({ holder }).andWhere('expires_at', '>', iso(now)).update({ expires_at: iso(now) }));
+  }
+
   /** How many leases whose name starts with `prefix` are held (not expired) at `now`. */
   async countHeld(prefix: string, now: number): Promise<number> {
     // Names are ours (`engine:<id>`), never user input, so the prefix has no LIKE wildcards to escape.
@@ -166,6 +175,16 @@ export class LeasedQueue {
       .andWhere('lease_expires_at', '>', iso(now))
       .update(patch);
     return affected(n) === 1;
+  }
+
+  /** Ends now every claim `holder` holds, as if it had expired (see `LeasesRepo.expireHeldBy`). */
+  async expireHeldBy(holder: string, now: number): Promise<number> {
+    return affected(
+      await this.db(this.spec.table)
+        .where({ lease_holder: holder })
+        .andWhere('lease_expires_at', '>', iso(now))
+        .update({ lease_expires_at: iso(now) }),
+    );
   }
 
   /** Ends the lease without changing the row, so another claimer can take it at once. */
