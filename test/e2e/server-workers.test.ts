@@ -98,11 +98,15 @@ it('ferry serve --workers 2: three engines share the pipelines, a killed worker 
   await ingest();
   await until(() => delivered().size === sent, 'every event is delivered');
 
-  // A worker killed outright is started again; its pipeline goes on meanwhile, from its checkpoint.
+  // A worker killed outright is started again under its instance id, takes its leases back at
+  // once (not after the 30 s lease time), and its pipeline goes on from its checkpoint.
   const [victim] = workerPids();
   process.kill(victim!, 'SIGKILL');
   await until(() => workerPids().length === 3, 'the killed worker is started again');
   expect(logLines(output).some((l) => l.msg === 'worker process exited; starting it again' && l.pid === victim)).toBe(true);
+  const ids = logLines(output).filter((l) => l.msg === 'worker process started').map((l) => [l.worker, l.instance_id]);
+  expect(ids[2]).toEqual(ids[0]);
+  await until(() => logLines(output).some((l) => l.msg === 'took back the leases this instance id held in a previous process' && l.instance_id === ids[0]![1]), 'the restarted worker takes its leases back');
   await ingest();
   await until(() => delivered().size === sent, 'events after the kill are delivered');
 

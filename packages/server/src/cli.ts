@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { createEngine, generateSecretKey, isFerryError, silentLogger, type ApiKey, type Engine } from '@ferry/core';
 import { openStorage } from '@ferry/core/internal';
@@ -12,7 +13,7 @@ const USAGE = `Usage: ferry <command> [options]
 Commands:
   serve [--port N] [--host H] [--database URL|FILE] [--outbound-allow LIST] [--log-level L]
         [--rate-limit N/S|off] [--ingest-rate-limit N/S|off] [--role all|api|worker]
-        [--retention-days N] [--workers N]
+        [--retention-days N] [--workers N] [--instance-id ID]
                        serve the /v2 API (Fastify) until SIGTERM or SIGINT
   migrate [--database URL|FILE]
                        apply storage migrations and exit
@@ -26,7 +27,7 @@ Commands:
 
 Environment: FERRY_PORT, FERRY_HOST, DATABASE_URL, FERRY_SECRET_KEY, FERRY_BOOTSTRAP_API_KEY,
 FERRY_OUTBOUND_ALLOW, FERRY_LOG_LEVEL, FERRY_RATE_LIMIT, FERRY_INGEST_RATE_LIMIT, FERRY_ROLE,
-FERRY_RETENTION_DAYS, FERRY_WORKERS (flags win).`;
+FERRY_RETENTION_DAYS, FERRY_WORKERS, FERRY_INSTANCE_ID (flags win).`;
 
 /** Where the CLI writes; tests pass their own. */
 export interface CliIo {
@@ -111,7 +112,7 @@ async function serve(args: string[], io: CliIo): Promise<number> {
   const settings = parseServeSettings(args, process.env);
   const server = await startServer(settings);
   io.err(`ferry serving on ${server.url}`);
-  const workers = settings.workers > 0 ? new WorkerProcesses(settings.workers, { script: process.argv[1]!, execArgv: process.execArgv, env: workerEnvironment(settings, process.env, process.pid) }, server.logger) : undefined;
+  const workers = settings.workers > 0 ? new WorkerProcesses(settings.workers, { script: process.argv[1]!, execArgv: process.execArgv, env: workerEnvironment(settings, process.env, process.pid), instanceIdBase: settings.instanceId ?? randomUUID() }, server.logger) : undefined;
   workers?.start();
   return new Promise<number>((resolve) => {
     let signals = 0;

@@ -55,6 +55,7 @@ export async function startServer(settings: ServerSettings, options: StartServer
     ...(secretKey === undefined ? {} : { secretKey }),
     logger,
     outboundAllow: settings.outboundAllow,
+    ...(settings.instanceId === undefined ? {} : { instanceId: settings.instanceId }),
     ...(settings.retentionDays === undefined ? {} : { retention: retentionOf(settings.retentionDays) }),
     // An API process leaves pipelines, schedules, replays and deliveries to the workers.
     ...(settings.role === 'api' ? { runtime: false as const, webhookDelivery: false as const } : {}),

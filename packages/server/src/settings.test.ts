@@ -16,6 +16,16 @@ describe('server settings', () => {
     });
   });
 
+  it('reads the instance id from FERRY_INSTANCE_ID or --instance-id, short enough for its workers\u2019 ids', () => {
+    expect(parseServeSettings([], {}).instanceId).toBeUndefined();
+    expect(parseServeSettings([], { FERRY_INSTANCE_ID: 'api-1' }).instanceId).toBe('api-1');
+    expect(parseServeSettings(['--instance-id', 'node-7.worker:2'], { FERRY_INSTANCE_ID: 'api-1' }).instanceId).toBe('node-7.worker:2');
+    for (const bad of ['-a', 'a b', 'a/b', 'x'.repeat(101)]) expect(() => parseServeSettings([`--instance-id=${bad}`], {})).toThrow(/--instance-id must be 1 to 100 letters/);
+    expect(parseServeSettings([], { FERRY_INSTANCE_ID: 'x'.repeat(90) }).instanceId).toHaveLength(90);
+    expect(parseServeSettings(['--workers', '2'], { FERRY_INSTANCE_ID: 'x'.repeat(90) }).instanceId).toHaveLength(90);
+    expect(() => parseServeSettings(['--workers', '2'], { FERRY_INSTANCE_ID: 'x'.repeat(91) })).toThrow(/FERRY_INSTANCE_ID must be 1 to 90 letters/);
+  });
+
   it('reads the number of worker processes from FERRY_WORKERS or --workers, 0 to 64', () => {
     expect(parseServeSettings([], { FERRY_WORKERS: '3' }).workers).toBe(3);
     expect(parseServeSettings(['--workers', '2'], { FERRY_WORKERS: '3' }).workers).toBe(2);

@@ -35,7 +35,16 @@ export interface ServerSettings {
   ingestRateLimit?: RateLimit | false;
   /** Worker processes started beside this one (0 to 64, default 0): pipelines then use more cores. */
   workers: number;
+  /**
+   * This process's engine id as a lease holder; undefined for a random one. A process started
+   * again with the id of one that exited takes its leases back at once. `--workers` gives each
+   * worker `<this id>-worker-<n>`.
+   */
+  instanceId?: string;
 }
+
+/** What an instance id may be spelled with: it names leases and appears in logs. */
+const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/;
 
 /** The most worker processes `--workers` starts. */
 export const MAX_WORKERS = 64;
@@ -95,6 +104,7 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
       role: { type: 'string' },
       'retention-days': { type: 'string' },
       workers: { type: 'string' },
+      'instance-id': { type: 'string' },
     },
     strict: true,
     allowPositionals: false,
@@ -113,6 +123,14 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
   if (!/^\d{1,2}$/.test(workers) || Number(workers) > MAX_WORKERS) {
     throw new SettingsError(`${values.workers !== undefined ? '--workers' : 'FERRY_WORKERS'} must be a number of worker processes from 0 to ${MAX_WORKERS}, not ${JSON.stringify(workers.slice(0, 40))}.`);
   }
+  const instanceId = nonEmpty(values['instance-id'] ?? env.FERRY_INSTANCE_ID);
+  // Workers' ids add `-worker-<n>` to this one, and must fit too.
+  const maxIdLength = Number(workers) > 0 ? 100 - `-worker-${MAX_WORKERS}`.length : 100;
+  if (instanceId !== undefined && !(INSTANCE_ID.test(instanceId) && instanceId.length <= maxIdLength)) {
+    throw new SettingsError(
+      `${values['instance-id'] !== undefined ? '--instance-id' : 'FERRY_INSTANCE_ID'} must be 1 to ${maxIdLength} letters, digits, '.', '_', ':' or '-', starting with a letter or digit, not ${JSON.stringify(instanceId.slice(0, 40))}.`,
+    );
+  }
   const rateLimit = nonEmpty(values['rate-limit'] ?? env.FERRY_RATE_LIMIT);
   const ingestRateLimit = nonEmpty(values['ingest-rate-limit'] ?? env.FERRY_INGEST_RATE_LIMIT);
   return {
@@ -129,6 +147,7 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
     logLevel,
     workers: Number(workers),
     ...(retention === undefined ? {} : { retentionDays: Number(retention) }),
+    ...(instanceId === undefined ? {} : { instanceId }),
     ...(rateLimit === undefined ? {} : { rateLimit: parseRateLimit(rateLimit, values['rate-limit'] !== undefined ? '--rate-limit' : 'FERRY_RATE_LIMIT') }),
     ...(ingestRateLimit === undefined ? {} : { ingestRateLimit: parseRateLimit(ingestRateLimit, values['ingest-rate-limit'] !== undefined ? '--ingest-rate-limit' : 'FERRY_INGEST_RATE_LIMIT') }),
   };

@@ -35,6 +35,8 @@ export function workerEnvironment(settings: ServerSettings, parentEnv: NodeJS.Pr
   else delete env.FERRY_RETENTION_DAYS;
   // A worker serves no API: it has no key to make.
   delete env.FERRY_BOOTSTRAP_API_KEY;
+  // Each worker gets an id of its own when it is started (see `WorkerCommand.instanceIdBase`).
+  delete env.FERRY_INSTANCE_ID;
   return env;
 }
 
@@ -45,6 +47,11 @@ export interface WorkerCommand {
   /** Node's flags of this process (`process.execArgv`: a loader in development). */
   execArgv: readonly string[];
   env: NodeJS.ProcessEnv;
+  /**
+   * Worker `n` runs as engine `<base>-worker-<n>`, the same id each time it is started again, so
+   * a worker that crashed takes its leases back at once instead of after the lease time.
+   */
+  instanceIdBase: string;
 }
 
 /**
@@ -54,7 +61,9 @@ export interface WorkerCommand {
  * (see the engine's stream share), and runs, replays and deliveries are claimed by any.
  *
  * A worker that exits while this process runs is started again after a pause (1 s doubling to
- * 30 s; back to 1 s after a minute of running), and its pipelines go to the others meanwhile. On
+ * 30 s; back to 1 s after a minute of running), under the same instance id: it takes back at
+ * once the leases it held (its pipelines, runs, replays, deliveries), which would otherwise wait
+ * out their lease time. On
  * shutdown each worker gets SIGTERM and drains as `ferry serve` does; one whose parent dies
  * without a word (SIGKILL) sees its IPC channel close and shuts down the same way.
  */
@@ -84,9 +93,10 @@ export class WorkerProcesses {
     // Monotonic: how long it ran, whatever the wall clock does meanwhile.
     const startedAt = performance.now();
     // Logs go straight to this process's stdout and stderr: one stream of JSON lines.
-    const child = fork(this.command.script, ['serve'], { execArgv: [...this.command.execArgv], env: this.command.env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const env = { ...this.command.env, FERRY_INSTANCE_ID: `${this.command.instanceIdBase}-worker-${slot}` };
+    const child = fork(this.command.script, ['serve'], { execArgv: [...this.command.execArgv], env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     this.children.add(child);
-    this.logger.info({ worker: slot, pid: child.pid }, 'worker process started');
+    this.logger.info({ worker: slot, pid: child.pid, instance_id: env.FERRY_INSTANCE_ID }, 'worker process started');
     child.on('error', (error) => this.logger.error({ worker: slot, err: error.message }, 'worker process could not be started'));
     child.on('exit', (code, signal) => {
       this.children.delete(child);
