@@ -25,8 +25,10 @@
  * Each case starts from an empty `landed`, truncated and vacuumed in between. The engine runs in
  * this process on the system clock; the data and the copy are in the Postgres server's processes.
  * `transforms` is the engine on SQLite again, with three steps (a filter every row passes, a
- * rename, a hash of the renamed field). BENCH_POSTGRES_CASES (default `postgres,sqlite,transforms`)
- * picks the engine cases. The issue's targets: the pass-through at least 0.8 of the bare copy's
+ * rename, a hash of the renamed field). `batch<N>` is the engine on SQLite with batches of N
+ * (source reads, pipeline batches and so destination COPYs and event-log commits), against the
+ * `sqlite` case's BENCH_POSTGRES_BATCH. BENCH_POSTGRES_CASES (default
+ * `postgres,sqlite,transforms,batch100,batch5000`) picks the engine cases. The issue's targets: the pass-through at least 0.8 of the bare copy's
  * rows/s, with three steps at least 0.6.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -42,7 +44,7 @@ import { emit } from '../emit.js';
 const ROWS = Number(process.env.BENCH_POSTGRES_ROWS ?? 1_000_000);
 const BATCH = Number(process.env.BENCH_POSTGRES_BATCH ?? 1000);
 const DEADLINE_MS = Number(process.env.BENCH_POSTGRES_DEADLINE_S ?? 900) * 1000;
-const CASES = (process.env.BENCH_POSTGRES_CASES ?? 'postgres,sqlite,transforms').split(',').filter(Boolean);
+const CASES = (process.env.BENCH_POSTGRES_CASES ?? 'postgres,sqlite,transforms,batch100,batch5000').split(',').filter(Boolean);
 const POLL_MS = 250;
 /** The `transforms` case's steps: a filter every row passes, a rename, and a hash of the renamed field. */
 const TRANSFORMS: TransformStep[] = [
@@ -130,7 +132,7 @@ async function bareCopy(dataUrl: string, admin: pg.Pool): Promise<number> {
 }
 
 /** One engine case: a streaming pipeline source_rows -> landed, timed until every row is there. */
-async function engineCase(name: string, storage: StorageConfig, dataUrl: string, admin: pg.Pool, baseline: number, transforms: TransformStep[] = []): Promise<void> {
+async function engineCase(name: string, storage: StorageConfig, dataUrl: string, admin: pg.Pool, baseline: number, transforms: TransformStep[] = [], batch = BATCH): Promise<void> {
   await emptyLanded(admin);
   const engine = await createEngine({ storage, secretKey: generateSecretKey(), plugins: [postgres()], webhookDelivery: false, outboundAllow: ['127.0.0.1', 'localhost'] });
   await engine.start();
@@ -138,13 +140,13 @@ async function engineCase(name: string, storage: StorageConfig, dataUrl: string,
     const source = await engine.connectors.create(WS, {
       type: 'postgres',
       direction: 'source',
-      config: { connection_string: dataUrl, table: 'source_rows', cursor_column: 'id', occurred_at_column: 'created_at', type: 'row.copied', batch_size: BATCH },
+      config: { connection_string: dataUrl, table: 'source_rows', cursor_column: 'id', occurred_at_column: 'created_at', type: 'row.copied', batch_size: batch },
     });
     const destination = await engine.connectors.create(WS, { type: 'postgres', direction: 'destination', config: { connection_string: dataUrl, table: 'landed' } });
     const cpu = process.cpuUsage();
     const serverCpu = serverCpuSeconds();
     const started = performance.now();
-    const pipeline = await engine.pipelines.create(WS, { name: 'copy', source_connector_id: source.id, destination_connector_id: destination.id, batch_size: BATCH, transforms, activate: true });
+    const pipeline = await engine.pipelines.create(WS, { name: 'copy', source_connector_id: source.id, destination_connector_id: destination.id, batch_size: batch, transforms, activate: true });
     // Polled through the run's counters (one row), not count(*) on `landed`: a count scans the
     // whole growing table four times a second, on the server the pipeline writes to.
     const written = async () => (await engine.pipelines.listRuns(WS, pipeline.id)).data.reduce((sum, run) => sum + run.events_written, 0);
@@ -199,12 +201,16 @@ try {
   for (const kase of CASES) {
     if (kase === 'postgres') {
       await engineCase('engine on postgres', postgresStorage({ connectionString: await server.createDatabase('bench_postgres_engine') }), dataUrl, admin, baseline);
-    } else if (kase === 'sqlite' || kase === 'transforms') {
+    } else if (kase === 'sqlite' || kase === 'transforms' || /^batch\d+$/.test(kase)) {
       const dir = mkdtempSync('/dev/shm/ferry-bench-postgres-');
       shmDirs.push(dir);
       const storage = sqliteStorage({ filename: join(dir, 'ferry.db') });
       if (kase === 'sqlite') await engineCase('engine on sqlite', storage, dataUrl, admin, baseline);
-      else await engineCase('engine on sqlite, filter + rename + mask', storage, dataUrl, admin, baseline, TRANSFORMS);
+      else if (kase === 'transforms') await engineCase('engine on sqlite, filter + rename + mask', storage, dataUrl, admin, baseline, TRANSFORMS);
+      else {
+        const batch = Number(kase.slice('batch'.length));
+        await engineCase(`engine on sqlite, batches of ${batch}`, storage, dataUrl, admin, baseline, [], batch);
+      }
     } else {
       throw new Error(`unknown BENCH_POSTGRES_CASES entry ${kase}`);
     }

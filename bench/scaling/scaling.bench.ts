@@ -8,7 +8,11 @@
  *  - `one pipeline, one process`: the reference, rows/s;
  *  - `two pipelines, one process`: both pipelines in one engine; its ratio is to the reference;
  *  - `two pipelines, two processes`: one engine process each (the engines' stream share gives
- *    each one pipeline); its ratio is to the reference, the issue's goal being 1.6 on 2 cores.
+ *    each one pipeline); its ratio is to the reference, the issue's goal being 1.6 on 2 cores;
+ *  - `<N> pipelines, one process, the rows split between them` for each N of BENCH_SCALING_MANY
+ *    (default `4,16`): the same rows as the reference in all, each pipeline a `query` source over
+ *    an id range of its own; its ratio is to the reference (many small pipelines cost no more
+ *    than one large one).
  * Each case runs on fresh engine storage and emptied destination tables, timed from the
  * activation until the runs count every row written (polled every 250 ms); then every landed
  * table must hold every row. stderr shows the CPU each engine process used, how busy the
@@ -25,6 +29,8 @@ import { startTestPostgres, type TestPostgres } from '@ferry/testing';
 import { emit } from '../emit.js';
 
 const ROWS = Number(process.env.BENCH_SCALING_ROWS ?? 200_000);
+/** Pipeline counts of the cases where one process runs many pipelines, each a share of the rows. */
+const MANY = (process.env.BENCH_SCALING_MANY ?? '4,16').split(',').filter(Boolean).map(Number);
 const BATCH = 1000;
 const DEADLINE_MS = 600_000;
 const POLL_MS = 250;
@@ -76,8 +82,13 @@ function startEngineProcess(storageUrl: string, secretKey: string): Promise<Engi
   });
 }
 
-/** One case: `pipelines` pipelines spread over `processes` engine processes; resolves rows/s of all together. */
-async function runCase(server: TestPostgres, dataUrl: string, admin: pg.Pool, name: string, pipelines: number, processes: number): Promise<number> {
+/**
+ * One case: `pipelines` pipelines spread over `processes` engine processes; resolves rows/s of
+ * all together. Each pipeline copies every row, or with `sliced` a slice of its own (a `query`
+ * source over an id range), the rows in all then being the same as one pipeline's.
+ */
+async function runCase(server: TestPostgres, dataUrl: string, admin: pg.Pool, name: string, pipelines: number, processes: number, sliced = false): Promise<number> {
+  const slice = (i: number) => (sliced ? { lo: Math.floor(((i - 1) * ROWS) / pipelines), hi: Math.floor((i * ROWS) / pipelines) } : { lo: 0, hi: ROWS });
   for (let i = 1; i <= pipelines; i++) {
     await admin.query(`DROP TABLE IF EXISTS landed_${i}`);
     await admin.query(`CREATE TABLE landed_${i} (id text PRIMARY KEY, type text NOT NULL, occurred_at timestamptz NOT NULL, payload jsonb)`);
@@ -94,7 +105,14 @@ async function runCase(server: TestPostgres, dataUrl: string, admin: pg.Pool, na
       const source = await api.connectors.create(WS, {
         type: 'postgres',
         direction: 'source',
-        config: { connection_string: dataUrl, table: 'source_rows', cursor_column: 'id', occurred_at_column: 'created_at', type: 'row.copied', batch_size: BATCH },
+        config: {
+          connection_string: dataUrl,
+          ...(sliced ? { query: `SELECT * FROM source_rows WHERE id > ${slice(i).lo} AND id <= ${slice(i).hi}` } : { table: 'source_rows' }),
+          cursor_column: 'id',
+          occurred_at_column: 'created_at',
+          type: 'row.copied',
+          batch_size: BATCH,
+        },
       });
       const destination = await api.connectors.create(WS, { type: 'postgres', direction: 'destination', config: { connection_string: dataUrl, table: `landed_${i}` } });
       ids.push((await api.pipelines.create(WS, { name: `copy-${i}`, source_connector_id: source.id, destination_connector_id: destination.id, batch_size: BATCH })).id);
@@ -102,7 +120,8 @@ async function runCase(server: TestPostgres, dataUrl: string, admin: pg.Pool, na
     const started = performance.now();
     const ticks = machineTicks();
     for (const id of ids) await api.pipelines.activate(WS, id);
-    const total = ROWS * pipelines;
+    let total = 0;
+    for (let i = 1; i <= pipelines; i++) total += slice(i).hi - slice(i).lo;
     const written = async () => {
       let sum = 0;
       for (const id of ids) for (const run of (await api.pipelines.listRuns(WS, id)).data) sum += run.events_written;
@@ -118,7 +137,8 @@ async function runCase(server: TestPostgres, dataUrl: string, admin: pg.Pool, na
     const busy = after.all > ticks.all ? (after.busy - ticks.busy) / (after.all - ticks.all) : 0;
     for (let i = 1; i <= pipelines; i++) {
       const landed = Number((await admin.query(`SELECT count(*) AS n FROM landed_${i}`)).rows[0].n);
-      if (landed !== ROWS) throw new Error(`${name}: landed_${i} holds ${landed} rows, expected ${ROWS}`);
+      const expected = slice(i).hi - slice(i).lo;
+      if (landed !== expected) throw new Error(`${name}: landed_${i} holds ${landed} rows, expected ${expected}`);
     }
     const spread = new pg.Client({ connectionString: storageUrl });
     await spread.connect();
@@ -154,6 +174,10 @@ try {
   emit('scaling', 'two pipelines, one process', twoInOne, 'rows/s', one);
   const twoInTwo = await runCase(server, dataUrl, admin, 'two pipelines, two processes', 2, 2);
   emit('scaling', 'two pipelines, two processes', twoInTwo, 'rows/s', one);
+  for (const many of MANY) {
+    const name = `${many} pipelines, one process, the rows split between them`;
+    emit('scaling', name, await runCase(server, dataUrl, admin, name, many, 1, true), 'rows/s', one);
+  }
 } finally {
   await admin?.end();
   await server?.stop();
