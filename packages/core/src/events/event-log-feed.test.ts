@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { EventRecord, ListEventsParams, Page } from '../common/index.js';
 import type { ItemResult } from '../pipelines/index.js';
 import { EventLogFeed, eventsStream } from './event-log-feed.js';
+import { eventRows } from './event-rows.js';
+import { presentEvent } from './events-service.js';
 
 const WS = 'ws';
 const PIPE = 'pip_1';
@@ -21,19 +23,9 @@ function result(id: string, status: 'delivered' | 'dead_lettered' = 'delivered')
   return status === 'delivered' ? { status, event, attempts: 1 } : { status, event, attempts: 1, stage: 'destination', code: 'record_rejected', message: 'no' };
 }
 
+/** The listing's record of `r`, as the log stores it. */
 function record(r: ItemResult): EventRecord {
-  const dead = r.status === 'dead_lettered';
-  return {
-    id: r.event.id,
-    pipeline_id: PIPE,
-    type: r.event.type,
-    occurred_at: r.event.occurredAt,
-    payload: r.event.payload,
-    status: r.status,
-    attempts: r.attempts,
-    error: dead ? { stage: r.stage, code: r.code, message: r.message } : null,
-    dead_lettered_at: dead ? NOW : null,
-  };
+  return presentEvent(eventRows(WS, PIPE, [r], NOW)[0]!);
 }
 
 /**
