@@ -571,6 +571,27 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       expect((await claim('f', T0 + 50_004)).rows.map((r) => r.id)).toContain('dlv_0002');
     });
 
+    it('leases and queue claims of one holder end at once when that holder starts again, and no one else\u2019s', async () => {
+      await storage.repos.leases.acquire('pipeline:pip_1', 'engine-a', 30_000, T0);
+      await storage.repos.leases.acquire('scheduler', 'engine-b', 30_000, T0);
+      await storage.repos.deliveries.insertMany([deliveryRow(1), deliveryRow(2)]);
+      const due = (q: Knex.QueryBuilder) => q.whereIn('status', ['pending', 'retrying']).andWhere('next_attempt_at', '<=', at(0));
+      const claim = (holder: string, limit: number, now: number) =>
+        storage.repos.deliveries.queue.claim<DeliveryRow>({ where: due, orderBy: ['next_attempt_at', 'id'], limit, holder, ttlMs: 30_000, now });
+      const held = await claim('engine-a', 1, T0);
+      await claim('engine-b', 1, T0);
+      // engine-a's process died; a new one with its id starts 1 s later, long before 30 s.
+      expect(await storage.repos.leases.expireHeldBy('engine-a', T0 + 1_000)).toBe(1);
+      expect(await storage.repos.deliveries.queue.expireHeldBy('engine-a', T0 + 1_000)).toBe(1);
+      expect(await storage.repos.leases.acquire('pipeline:pip_1', 'engine-c', 30_000, T0 + 1_001)).not.toBeNull();
+      expect(await storage.repos.leases.acquire('scheduler', 'engine-c', 30_000, T0 + 1_001)).toBeNull();
+      expect((await claim('engine-c', 2, T0 + 1_001)).rows.map((r) => r.id)).toEqual([held.rows[0]!.id]);
+      // What the dead process had in flight is refused: its token no longer holds the row.
+      expect(await storage.repos.deliveries.queue.complete(held.rows[0]!.id, held.token, { status: 'delivered' }, T0 + 1_002)).toBe(false);
+      // Nothing left to end the second time.
+      expect(await storage.repos.leases.expireHeldBy('engine-a', T0 + 1_003)).toBe(0);
+    });
+
     it('bulk writes of more rows than one statement takes: outbox, inbox, deliveries and attempts', async () => {
       const n = 1200;
       const range = Array.from({ length: n }, (_, i) => i);
