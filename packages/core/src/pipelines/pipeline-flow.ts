@@ -241,7 +241,8 @@ export class PipelineFlow {
     // SQLite writer thread, on Postgres) let them run while it waited, so every other such step
     // goes on at once. Measured with 40 API clients (bench/fairness, writer thread): a yield at
     // every step left the pipeline 0.43 to 0.50 of its unloaded throughput, API p99 46 to 57 ms;
-    // none after a wait 0.73 to 0.77, p99 143 to 283 ms; every other one 0.59, p99 57 to 61 ms.
+    // none after a wait 0.73 to 0.77, p99 143 to 283 ms; every other one 0.48 to 0.63, p99 57 to
+    // 68 ms (the unloaded figure moves by a quarter between runs; loaded it rose by about 30 %).
     if (this.waitedForCommit && !this.skippedYield) {
       this.skippedYield = true;
     } else {
