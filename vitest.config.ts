@@ -24,7 +24,7 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'testing', include: ['packages/testing/src/**/*.test.ts'] },
+        test: { name: 'testing', include: ['packages/testing/src/**/*.test.ts', 'packages/test-servers/src/**/*.test.ts'] },
       },
       {
         extends: true,

@@ -30,7 +30,7 @@ import pg from 'pg';
 import { Type } from '@sinclair/typebox';
 import { createEngine, defineConnector, generateSecretKey, postgresStorage, sqliteStorage, type JsonObject, type StorageConfig } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
-import { startTestPostgres } from '@ferry/testing';
+import { startTestPostgres } from '@ferry/test-servers';
 import { emit } from '../emit.js';
 
 const ROWS = Number(process.env.BENCH_CDC_ROWS ?? 200_000);

@@ -19,7 +19,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Kafka, logLevel, type Message } from 'kafkajs';
 import { kafka } from '@ferry/kafka';
-import { MemoryHub, startKafkaMock, type KafkaMock } from '@ferry/testing';
+import { MemoryHub } from '@ferry/testing';
+import { startKafkaMock, type KafkaMock } from '@ferry/test-servers';
 import { emit } from '../emit.js';
 import { BATCH, EVENTS, WS, log, prebuiltRecords, record, startEngine, until } from './harness.js';
 import { engineContext } from '@ferry/core/internal';

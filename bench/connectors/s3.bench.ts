@@ -18,7 +18,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { s3 } from '@ferry/s3';
-import { MemoryHub, startTestS3, type TestS3Server } from '@ferry/testing';
+import { MemoryHub } from '@ferry/testing';
+import { startTestS3, type TestS3Server } from '@ferry/test-servers';
 import { emit } from '../emit.js';
 import { BATCH, EVENTS, WS, log, prebuiltRecords, record, startEngine, until } from './harness.js';
 import { engineContext } from '@ferry/core/internal';

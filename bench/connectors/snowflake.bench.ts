@@ -20,7 +20,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import sdk from 'snowflake-sdk';
 import { snowflake } from '@ferry/snowflake';
-import { MemoryHub, startTestSnowflake, type TestSnowflake } from '@ferry/testing';
+import { MemoryHub } from '@ferry/testing';
+import { startTestSnowflake, type TestSnowflake } from '@ferry/test-servers';
 import { emit } from '../emit.js';
 import { BATCH, EVENTS, WS, log, prebuiltRecords, record, startEngine, until } from './harness.js';
 import { engineContext } from '@ferry/core/internal';

@@ -37,7 +37,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import pg from 'pg';
 import { createEngine, generateSecretKey, generateWebhookSecret, postgresStorage, sqliteStorage, webhookSecretBytes, type StorageConfig } from '@ferry/core';
 import { ferryPlugin } from '@ferry/fastify';
-import { startTestPostgres, type TestPostgres } from '@ferry/testing';
+import { startTestPostgres, type TestPostgres } from '@ferry/test-servers';
 import { webhook } from '@ferry/webhook';
 import { emit } from '../emit.js';
 

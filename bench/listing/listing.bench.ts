@@ -40,7 +40,8 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { createEngine, generateSecretKey, postgresStorage, sqliteStorage, type Engine, type StorageConfig } from '@ferry/core';
 import { engineContext } from '@ferry/core/internal';
-import { pipelineRow, startTestPostgres } from '@ferry/testing';
+import { pipelineRow } from '@ferry/testing/suites';
+import { startTestPostgres } from '@ferry/test-servers';
 import { emit } from '../emit.js';
 import { envCount, sqliteTempDir } from '../pipeline/drain.js';
 

@@ -10,7 +10,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { createEngine, generateSecretKey, type Engine, type Logger, type StorageConfig } from '@ferry/core';
 import type { EventRow, FerryStorage } from '@ferry/core/internal';
 import { engineContext } from '@ferry/core/internal';
-import { MemoryHub, memoryConnector, pipelineRow, type MemoryRecordInput } from '@ferry/testing';
+import { MemoryHub, memoryConnector, type MemoryRecordInput } from '@ferry/testing';
+import { pipelineRow } from '@ferry/testing/suites';
 
 /** The workspace every pipeline and baseline row of the benchmark lives in. */
 export const WORKSPACE = 'default';

@@ -31,7 +31,7 @@ import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { clearInterval, setInterval } from 'node:timers';
 import { fileURLToPath } from 'node:url';
-import { startTestPostgres, type TestPostgres } from '@ferry/testing';
+import { startTestPostgres, type TestPostgres } from '@ferry/test-servers';
 import { emit } from '../emit.js';
 import type { CaseReport, DrainReport, ThroughputReport } from './case-child.js';
 import { BATCH_SIZE, drainDeadlineMs, envCount, mb, THROUGHPUT_ROUNDS } from './drain.js';

@@ -38,7 +38,7 @@ import pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { createEngine, generateSecretKey, postgresStorage, sqliteStorage, type StorageConfig, type TransformStep } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
-import { startTestPostgres, type TestPostgres } from '@ferry/testing';
+import { startTestPostgres, type TestPostgres } from '@ferry/test-servers';
 import { emit } from '../emit.js';
 
 const ROWS = Number(process.env.BENCH_POSTGRES_ROWS ?? 1_000_000);

@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createEngine, generateSecretKey, postgresStorage } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
-import { startTestPostgres, type TestPostgres } from '@ferry/testing';
+import { startTestPostgres, type TestPostgres } from '@ferry/test-servers';
 import { emit } from '../emit.js';
 
 const ROWS = Number(process.env.BENCH_SCALING_ROWS ?? 200_000);

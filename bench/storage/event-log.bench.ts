@@ -14,7 +14,8 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { postgresStorage, sqliteStorage } from '@ferry/core';
 import { openStorage, type EventRow, type FerryStorage } from '@ferry/core/internal';
-import { pipelineRow, startTestPostgres } from '@ferry/testing';
+import { pipelineRow } from '@ferry/testing/suites';
+import { startTestPostgres } from '@ferry/test-servers';
 import { emit } from '../emit.js';
 
 const TOTAL = 100_000;

@@ -26,7 +26,8 @@ import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { createEngine, generateSecretKey, generateWebhookSecret, postgresStorage, sqliteStorage, webhookHeaders, type Engine, type StorageConfig } from '@ferry/core';
 import { engineContext } from '@ferry/core/internal';
-import { MemoryHub, memoryConnector, startTestPostgres } from '@ferry/testing';
+import { MemoryHub, memoryConnector } from '@ferry/testing';
+import { startTestPostgres } from '@ferry/test-servers';
 import { emit } from '../emit.js';
 
 const EVENTS = Number(process.env.BENCH_WEBHOOKS_EVENTS ?? 20_000);

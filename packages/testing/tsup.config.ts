@@ -1,7 +1,9 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/index.ts'],
+  // `suites` is built as CommonJS too, but package.json sends `require` to suites.cjs, which
+  // says why it cannot be required: the suites import vitest, which is ESM only.
+  entry: ['src/index.ts', 'src/suites.ts'],
   format: ['esm', 'cjs'],
   dts: true,
   sourcemap: true,

@@ -15,7 +15,7 @@ import { createEngine, generateSecretKey, sqliteStorage } from '@ferry/core';
 import { engineContext } from '@ferry/core/internal';
 import { kafka } from '@ferry/kafka';
 import { postgres } from '@ferry/postgres';
-import { getSharedTestPostgres, startKafkaMock } from '@ferry/testing';
+import { getSharedTestPostgres, startKafkaMock } from '@ferry/test-servers';
 import { startChildEngine, untilReal } from '../support/child-engine.js';
 
 const child = join(import.meta.dirname, 'fixtures', 'pipeline-engine.ts');

@@ -13,7 +13,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, sqliteStorage } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
-import { getSharedTestPostgres } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 import { startChildEngine, untilReal } from '../support/child-engine.js';
 
 const child = join(import.meta.dirname, 'fixtures', 'pipeline-engine.ts');

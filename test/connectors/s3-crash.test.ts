@@ -13,7 +13,7 @@ import { createEngine, generateSecretKey, sqliteStorage } from '@ferry/core';
 import { engineContext } from '@ferry/core/internal';
 import { postgres } from '@ferry/postgres';
 import { s3 } from '@ferry/s3';
-import { getSharedTestPostgres, startTestS3 } from '@ferry/testing';
+import { getSharedTestPostgres, startTestS3 } from '@ferry/test-servers';
 import { startChildEngine, untilReal } from '../support/child-engine.js';
 
 const child = join(import.meta.dirname, 'fixtures', 'pipeline-engine.ts');

@@ -14,7 +14,7 @@ import { createEngine, generateSecretKey, sqliteStorage } from '@ferry/core';
 import { engineContext } from '@ferry/core/internal';
 import { postgres } from '@ferry/postgres';
 import { snowflake } from '@ferry/snowflake';
-import { getSharedTestPostgres, startTestSnowflake } from '@ferry/testing';
+import { getSharedTestPostgres, startTestSnowflake } from '@ferry/test-servers';
 import { startChildEngine, untilReal } from '../support/child-engine.js';
 
 const child = join(import.meta.dirname, 'fixtures', 'pipeline-engine.ts');

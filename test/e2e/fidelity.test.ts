@@ -19,19 +19,8 @@ import { postgres } from '@ferry/postgres';
 import { s3 } from '@ferry/s3';
 import { snowflake } from '@ferry/snowflake';
 import { webhook } from '@ferry/webhook';
-import {
-  eventually,
-  getSharedTestPostgres,
-  startKafkaMock,
-  startTestS3,
-  startTestSnowflake,
-  startWebhookReceiver,
-  VirtualClock,
-  type KafkaMock,
-  type TestS3Server,
-  type TestSnowflake,
-  type WebhookReceiver,
-} from '@ferry/testing';
+import { eventually, startWebhookReceiver, VirtualClock, type WebhookReceiver } from '@ferry/testing';
+import { getSharedTestPostgres, startKafkaMock, startTestS3, startTestSnowflake, type KafkaMock, type TestS3Server, type TestSnowflake } from '@ferry/test-servers';
 
 const WS = 'default';
 const BYTES = Buffer.from([0, 1, 2, 0x5c, 0x78, 9, 10, 13, 0x22, 255]);

@@ -4,7 +4,7 @@
  */
 import pg from 'pg';
 import { expect } from 'vitest';
-import { getSharedTestPostgres } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 import type { TestApi } from '../http/harness.js';
 
 /** A fresh database holding `orders (id bigserial, amount, email)`, and a way to add rows. */

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { kafka } from '@ferry/kafka';
 import { postgres } from '@ferry/postgres';
 import { s3 } from '@ferry/s3';
-import { eventually, startKafkaMock, startTestS3, type KafkaMock, type TestS3Server } from '@ferry/testing';
+import { eventually } from '@ferry/testing';
+import { startKafkaMock, startTestS3, type KafkaMock, type TestS3Server } from '@ferry/test-servers';
 import { describeMatrix } from '../http/harness.js';
 import { createConnector, createPipeline, ordersDatabase } from './orders.js';
 

@@ -7,7 +7,8 @@
 import pg from 'pg';
 import { expect, it } from 'vitest';
 import { postgres } from '@ferry/postgres';
-import { eventually, getSharedTestPostgres } from '@ferry/testing';
+import { eventually } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 import { describeMatrix } from '../http/harness.js';
 
 describeMatrix(

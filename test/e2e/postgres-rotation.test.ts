@@ -11,7 +11,8 @@ import { afterEach, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, postgresStorage, type Engine } from '@ferry/core';
 import { engineContext, openConnector } from '@ferry/core/internal';
 import { postgres } from '@ferry/postgres';
-import { getSharedTestPostgres, eventually, VirtualClock } from '@ferry/testing';
+import { eventually, VirtualClock } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 
 const ROWS = 100_000;
 const engines: Engine[] = [];

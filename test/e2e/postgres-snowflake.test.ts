@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { postgres } from '@ferry/postgres';
 import { snowflake } from '@ferry/snowflake';
-import { eventually, startTestSnowflake, type TestSnowflake } from '@ferry/testing';
+import { eventually } from '@ferry/testing';
+import { startTestSnowflake, type TestSnowflake } from '@ferry/test-servers';
 import { describeMatrix } from '../http/harness.js';
 import { createConnector, createPipeline, ordersDatabase } from './orders.js';
 

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { expect, it } from 'vitest';
 import { ConnectorError, createEngine, defineConnector, generateSecretKey, isFerryError, postgresStorage, Secret, sqliteStorage, type Logger } from '@ferry/core';
-import { getSharedTestPostgres } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 
 const SECRET = 'sk_live_never-show-me-4242';
 

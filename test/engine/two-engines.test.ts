@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, defineConnector, generateSecretKey, isFerryError, postgresStorage, sqliteStorage, type Engine, type PlatformEvent } from '@ferry/core';
-import { getSharedTestPostgres, VirtualClock } from '@ferry/testing';
+import { VirtualClock } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 
 const memory = defineConnector({
   type: 'memory',

@@ -14,7 +14,7 @@ import { Type } from '@sinclair/typebox';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defineConnector, postgresStorage, sqliteStorage, type Logger } from '@ferry/core';
-import { getSharedTestPostgres } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 import { ADAPTERS, startApi, testPlugins, type TestApi, type TestResponse } from './harness.js';
 
 /** A loopback TCP proxy to a port, which the test can cut (every socket reset) and restore. */

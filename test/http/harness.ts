@@ -16,7 +16,8 @@ import { ConnectorError, createEngine, defineConnector, generateSecretKey, gener
 import { answerClientError, ferryRouter } from '@ferry/express';
 import { ferryPlugin, ferryServerOptions } from '@ferry/fastify';
 import type { HttpApiOptions } from '@ferry/http';
-import { getSharedTestPostgres, listenLoopback, VirtualClock } from '@ferry/testing';
+import { listenLoopback, VirtualClock } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 
 /** The two framework adapters under test. */
 export type AdapterName = 'express' | 'fastify';

@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, sqliteStorage, type Engine, type JsonObject, type PlatformEvent, type Pipeline } from '@ferry/core';
 import type { RuntimeOptions } from '@ferry/core/internal';
 import { postgres } from '@ferry/postgres';
-import { MemoryHub, memoryConnector, eventually, getSharedTestPostgres, VirtualClock } from '@ferry/testing';
+import { MemoryHub, memoryConnector, eventually, VirtualClock } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 import pg from 'pg';
 
 const WS = 'default';

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, postgresStorage, sqliteStorage, type Engine, type Logger, type PlatformEvent, type StorageConfig } from '@ferry/core';
 import { engineContext } from '@ferry/core/internal';
-import { eventually, getSharedTestPostgres, MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
+import { eventually, MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 
 /**
  * A storage outage shorter than the pipeline lease (20 s against 30 s, the issue's numbers) must

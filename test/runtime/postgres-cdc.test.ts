@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, sqliteStorage, type Engine, type JsonObject } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
-import { MemoryHub, memoryConnector, eventually, getSharedTestPostgres, VirtualClock } from '@ferry/testing';
+import { MemoryHub, memoryConnector, eventually, VirtualClock } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 import pg from 'pg';
 
 // Change capture through the engine: the snapshot's hand-over to the stream, pause and activate

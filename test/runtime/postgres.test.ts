@@ -1,5 +1,5 @@
 import { postgresStorage } from '@ferry/core';
-import { getSharedTestPostgres } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 import { runRuntimeSuite } from './runtime-suite.js';
 
 runRuntimeSuite('postgres', async () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { postgresStorage, sqliteStorage, type StorageConfig } from '@ferry/core';
 import { openStorage, type FerryStorage } from '@ferry/core/internal';
-import { getSharedTestPostgres } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 

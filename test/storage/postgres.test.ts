@@ -1,5 +1,6 @@
 import { postgresStorage } from '@ferry/core';
-import { getSharedTestPostgres, runEngineStorageSuite, runStorageSuite } from '@ferry/testing';
+import { runEngineStorageSuite, runStorageSuite } from '@ferry/testing/suites';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 
 const factory = async () => postgresStorage({ connectionString: await (await getSharedTestPostgres()).createDatabase('storage') });
 

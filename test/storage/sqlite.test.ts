@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sqliteStorage } from '@ferry/core';
-import { runEngineStorageSuite, runStorageSuite } from '@ferry/testing';
+import { runEngineStorageSuite, runStorageSuite } from '@ferry/testing/suites';
 
 runStorageSuite('sqliteStorage (memory)', async () => sqliteStorage({ filename: ':memory:' }));
 runEngineStorageSuite('sqliteStorage (memory)', async () => sqliteStorage({ filename: ':memory:' }));

@@ -5,7 +5,8 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, generateSecretKey, postgresStorage, sqliteStorage, type Engine, type StorageConfig } from '@ferry/core';
 import { engineContext } from '@ferry/core/internal';
-import { getSharedTestPostgres, MemoryHub, memoryConnector, startWebhookReceiver, type WebhookReceiver } from '@ferry/testing';
+import { MemoryHub, memoryConnector, startWebhookReceiver, type WebhookReceiver } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 import { startChildEngine, untilReal } from '../support/child-engine.js';
 
 const child = join(import.meta.dirname, 'fixtures', 'delivery-engine.ts');

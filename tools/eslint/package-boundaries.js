@@ -4,12 +4,12 @@
  *
  * - A relative import may not leave the package it is written in.
  * - A Ferry package is imported by its public entry only (`@ferry/core`, never `@ferry/core/src/...`
- *   or any other subpath), except core's second entry, `@ferry/core/internal` (unstable: its
- *   storage, repositories and the HTTP layer's helpers).
+ *   or any other subpath), except the second entries: core's `@ferry/core/internal` (unstable: its
+ *   storage, repositories and the HTTP layer's helpers) and the test kit's `@ferry/testing/suites`.
  * - Each package may import only the Ferry packages its layer allows: core none; http core; the
- *   framework adapters http and core; plugins and the test kit core (a plugin's own test files,
- *   `*.test.ts`, and the helpers they share, `test-*.ts`, also the test kit, for its real test
- *   servers); the server and everything
+ *   framework adapters http and core; plugins and the test kit core; the test servers the test
+ *   kit (a plugin's own test files, `*.test.ts`, and the helpers they share, `test-*.ts`, also the
+ *   test kit, its suites and the test servers); the server and everything
  *   outside `packages/` and `plugins/` (examples, cross-package tests, benchmarks) any public entry.
  * - `@ferry/core/internal` is for Ferry's own layers only: http, the test kit, the server, tests
  *   and benchmarks (a plugin's test files too). A plugin's code, the framework adapters and the
@@ -20,6 +20,10 @@ import coreFolders from './core-folders.js';
 import { moduleSpecifiers } from './module-specifiers.js';
 
 const INTERNAL = '@ferry/core/internal';
+/** The test kit's second entry: the conformance suites, which import vitest (ESM only). */
+const SUITES = '@ferry/testing/suites';
+/** Entries other than a package's main one that are public: imported as they are. */
+const SECOND_ENTRIES = new Set([INTERNAL, SUITES]);
 
 const ALLOWED = {
   'packages/core': [],
@@ -27,6 +31,7 @@ const ALLOWED = {
   'packages/express': ['@ferry/core', '@ferry/http'],
   'packages/fastify': ['@ferry/core', '@ferry/http'],
   'packages/testing': ['@ferry/core', INTERNAL],
+  'packages/test-servers': ['@ferry/testing'],
 };
 
 /**
@@ -37,7 +42,7 @@ const ALLOWED = {
  */
 function pluginAllowed(file) {
   const testOnly = file.endsWith('.test.ts') || path.basename(file).startsWith('test-');
-  return testOnly ? ['@ferry/core', INTERNAL, '@ferry/testing'] : ['@ferry/core'];
+  return testOnly ? ['@ferry/core', INTERNAL, '@ferry/testing', SUITES, '@ferry/test-servers'] : ['@ferry/core'];
 }
 
 /** @param {string} file */
@@ -76,15 +81,15 @@ const rule = {
       }
       const m = /^(@ferry\/[^/]+)(\/.*)?$/.exec(source);
       if (!m) return;
-      const pkg = source === INTERNAL ? INTERNAL : /** @type {string} */ (m[1]);
-      if (pkg !== INTERNAL && m[2] && m[2] !== '/package.json') {
+      const pkg = SECOND_ENTRIES.has(source) ? source : /** @type {string} */ (m[1]);
+      if (!SECOND_ENTRIES.has(pkg) && m[2] && m[2] !== '/package.json') {
         context.report({ node, messageId: 'deepImport', data: { source, pkg } });
         return;
       }
       if (!root) return;
       // Outside the layered packages (the server, the examples), the internal entry is the
       // server's alone.
-      const open = pkg === INTERNAL && root !== 'packages/server' ? ['@ferry/core', '@ferry/http', '@ferry/express', '@ferry/fastify', '@ferry/testing'] : undefined;
+      const open = pkg === INTERNAL && root !== 'packages/server' ? ['@ferry/core', '@ferry/http', '@ferry/express', '@ferry/fastify', '@ferry/testing', SUITES, '@ferry/test-servers'] : undefined;
       const allowed = root.startsWith('plugins/') ? pluginAllowed(file) : (ALLOWED[/** @type {keyof ALLOWED} */ (root)] ?? open);
       if (allowed && !allowed.includes(pkg)) {
         context.report({ node, messageId: 'layer', data: { root, pkg, allowed: allowed.join(', ') || 'none' } });

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConnectorError, type JsonObject, type PullSource } from '@ferry/core';
-import { connectorContext, runConnectorSuite } from '@ferry/testing';
+import { connectorContext } from '@ferry/testing';
+import { runConnectorSuite } from '@ferry/testing/suites';
 import { jsonlFile, type JsonlFileConfig } from './index.js';
 
 // Every config gets a file of its own in a fresh directory: the real "server" is the file system.

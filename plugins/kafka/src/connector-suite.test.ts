@@ -1,5 +1,6 @@
 import type { JsonObject } from '@ferry/core';
-import { closedPort, runConnectorSuite } from '@ferry/testing';
+import { closedPort } from '@ferry/testing';
+import { runConnectorSuite } from '@ferry/testing/suites';
 import { afterAll, beforeAll } from 'vitest';
 import { kafka } from './index.js';
 import { freshTopic, MOCK_TIMINGS, readTopic, startCluster, type TestCluster } from './test-cluster.js';

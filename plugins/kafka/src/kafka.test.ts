@@ -1,5 +1,6 @@
 import { ConnectorError, type DestinationEvent, type JsonObject, type PushSource, type SourceBatch } from '@ferry/core';
-import { connectorContext, startKafkaMock, type ConnectorContextOptions } from '@ferry/testing';
+import { connectorContext, type ConnectorContextOptions } from '@ferry/testing';
+import { startKafkaMock } from '@ferry/test-servers';
 import { createServer, type AddressInfo } from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
 import { Value } from '@sinclair/typebox/value';

@@ -1,5 +1,5 @@
 import type { JsonObject } from '@ferry/core';
-import { startKafkaMock, type KafkaMock } from '@ferry/testing';
+import { startKafkaMock, type KafkaMock } from '@ferry/test-servers';
 import { Kafka, logLevel, type Admin, type KafkaMessage, type Producer } from 'kafkajs';
 
 /** Consumer timings the mock cluster needs: it answers a leaving member slowly otherwise. */

@@ -1,4 +1,4 @@
-import { getSharedTestPostgres } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientConfig } from './connection.js';

@@ -1,5 +1,7 @@
 import type { JsonObject } from '@ferry/core';
-import { closedPort, getSharedTestPostgres, runConnectorSuite } from '@ferry/testing';
+import { closedPort } from '@ferry/testing';
+import { runConnectorSuite } from '@ferry/testing/suites';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { postgres } from './index.js';

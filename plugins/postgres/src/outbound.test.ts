@@ -1,6 +1,7 @@
 import type { PullSource } from '@ferry/core';
 import { createConnectorOutbound } from '@ferry/core/internal';
-import { connectorContext, fixedLookup, getSharedTestPostgres, listenByteTrap, type ByteTrap } from '@ferry/testing';
+import { connectorContext, fixedLookup, listenByteTrap, type ByteTrap } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgres, type PostgresConfig } from './index.js';
 

@@ -1,5 +1,6 @@
 import { ConnectorError, type ConnectorDirection, type Destination, type DestinationEvent, type PullSource } from '@ferry/core';
-import { closedPort, connectorContext, getSharedTestPostgres } from '@ferry/testing';
+import { closedPort, connectorContext } from '@ferry/testing';
+import { getSharedTestPostgres } from '@ferry/test-servers';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acceptsInput } from './destination.js';

@@ -1,6 +1,7 @@
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import type { JsonObject } from '@ferry/core';
-import { closedPort, runConnectorSuite } from '@ferry/testing';
+import { closedPort } from '@ferry/testing';
+import { runConnectorSuite } from '@ferry/testing/suites';
 import { afterAll, beforeAll } from 'vitest';
 import { s3 } from './index.js';
 import { freshConfig, linesUnder, startStore, type TestStore } from './test-store.js';

@@ -1,7 +1,7 @@
 import { gunzipSync } from 'node:zlib';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import type { JsonObject } from '@ferry/core';
-import { startTestS3, type TestS3Server } from '@ferry/testing';
+import { startTestS3, type TestS3Server } from '@ferry/test-servers';
 
 /** The test server and a plain SDK client of it, to set up and read back what the plugin did. */
 export interface TestStore {

@@ -1,5 +1,7 @@
 import type { JsonObject } from '@ferry/core';
-import { closedPort, runConnectorSuite, startTestSnowflake, type TestSnowflake } from '@ferry/testing';
+import { closedPort } from '@ferry/testing';
+import { runConnectorSuite } from '@ferry/testing/suites';
+import { startTestSnowflake, type TestSnowflake } from '@ferry/test-servers';
 import { afterAll, beforeAll } from 'vitest';
 import { snowflake } from './index.js';
 

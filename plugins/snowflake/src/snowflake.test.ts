@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { ConnectorError, type DestinationEvent, type JsonObject, type PullSource } from '@ferry/core';
-import { connectorContext, startTestSnowflake, type ConnectorContextOptions, type TestSnowflake } from '@ferry/testing';
+import { connectorContext, type ConnectorContextOptions } from '@ferry/testing';
+import { startTestSnowflake, type TestSnowflake } from '@ferry/test-servers';
 import { Value } from '@sinclair/typebox/value';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_PAYLOAD_BYTES, MAX_STATEMENT_BYTES, snowflake, snowflakeConfigSchema, type SnowflakeConfig } from './index.js';

@@ -1,5 +1,6 @@
 import { generateWebhookSecret, type JsonObject } from '@ferry/core';
-import { runConnectorSuite, startWebhookReceiver, type WebhookReceiver } from '@ferry/testing';
+import { startWebhookReceiver, type WebhookReceiver } from '@ferry/testing';
+import { runConnectorSuite } from '@ferry/testing/suites';
 import { afterAll, beforeAll } from 'vitest';
 import { webhook } from './index.js';
 

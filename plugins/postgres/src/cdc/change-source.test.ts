@@ -1,5 +1,6 @@
 import { ConnectorError, type Checkpoint, type JsonObject, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
-import { connectorContext, getSharedTestPostgres, startTestPostgres } from '@ferry/testing';
+import { connectorContext } from '@ferry/testing';
+import { getSharedTestPostgres, startTestPostgres } from '@ferry/test-servers';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postgres, type PostgresConfig } from '../index.js';

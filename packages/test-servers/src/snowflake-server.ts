@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import pg from 'pg';
 import { getSharedTestPostgres } from './embedded-postgres.js';
-import { listenLoopback } from './loopback-server.js';
+import { listenLoopback } from '@ferry/testing';
 import { numberPlaceholders, rewriteFromValues, SNOWFLAKE_COMPAT_SQL, type BindValue } from './snowflake-sql.js';
 
 /** A user the server lets log in: by password, by key pair (its public key), or both. */
