@@ -8,26 +8,60 @@ import { parseDatabase, parseRateLimit, parseServeSettings, SettingsError } from
 import { serverPlugins } from './plugins.js';
 import { WORKER_PARENT_VARIABLE, WorkerProcesses, workerEnvironment } from './worker-processes.js';
 
-const USAGE = `Usage: ferry <command> [options]
-
-Commands:
-  serve [--port N] [--host H] [--database URL|FILE] [--outbound-allow LIST] [--log-level L]
+/** Each command's usage, printed by `ferry <command> --help` and in `ferry --help`. */
+const COMMAND_USAGE = {
+  serve: `  serve [--port N] [--host H] [--database URL|FILE] [--outbound-allow LIST] [--log-level L]
         [--rate-limit N/S|off] [--ingest-rate-limit N/S|off] [--role all|api|worker]
         [--retention-days N] [--workers N] [--instance-id ID]
-                       serve the /v2 API (Fastify) until SIGTERM or SIGINT
-  migrate [--database URL|FILE]
-                       apply storage migrations and exit
-  keys create [--workspace W] [--scopes a,b] [--name N] [--rate-limit N/S] [--database ...]
+                       serve the /v2 API (Fastify) until SIGTERM or SIGINT`,
+  migrate: `  migrate [--database URL|FILE]
+                       apply storage migrations and exit`,
+  keys: `  keys create [--workspace W] [--scopes a,b] [--name N] [--rate-limit N/S] [--database ...]
                        create an API key; the key alone is the last line of output
   keys list [--workspace W] [--database ...]
                        list keys: id, name, scopes, created, last used (never the secret)
   keys revoke <key id> [--workspace W] [--database ...]
-                       revoke a key at once
-  secret-key           print a new key-encryption key for FERRY_SECRET_KEY
+                       revoke a key at once`,
+  'secret-key': `  secret-key           print a new key-encryption key for FERRY_SECRET_KEY`,
+} as const;
 
-Environment: FERRY_PORT, FERRY_HOST, DATABASE_URL, FERRY_SECRET_KEY, FERRY_BOOTSTRAP_API_KEY,
+type Command = keyof typeof COMMAND_USAGE;
+
+const ENVIRONMENT = `Environment: FERRY_PORT, FERRY_HOST, DATABASE_URL, FERRY_SECRET_KEY, FERRY_BOOTSTRAP_API_KEY,
 FERRY_OUTBOUND_ALLOW, FERRY_LOG_LEVEL, FERRY_RATE_LIMIT, FERRY_INGEST_RATE_LIMIT, FERRY_ROLE,
-FERRY_RETENTION_DAYS, FERRY_WORKERS, FERRY_INSTANCE_ID (flags win).`;
+FERRY_RETENTION_DAYS, FERRY_WORKERS, FERRY_INSTANCE_ID (flags win). The database defaults to
+./ferry.db (SQLite); DATABASE_URL=postgres://... serves from Postgres.`;
+
+const USAGE = `Usage: ferry <command> [options]
+
+Commands:
+${Object.values(COMMAND_USAGE).join('\n')}
+
+${ENVIRONMENT}`;
+
+function commandUsage(command: Command): string {
+  return `Usage: ferry ${command === 'keys' ? 'keys <create|list|revoke>' : command} [options]\n\n${COMMAND_USAGE[command]}${command === 'secret-key' ? '' : `\n\n${ENVIRONMENT}`}`;
+}
+
+/** `--help` or `-h` anywhere in a command's arguments asks for its usage (`help` only as a word of its own: `ferry help keys`). */
+const isHelp = (arg: string | undefined) => arg === '--help' || arg === '-h';
+
+/**
+ * A failure in one line, as a person reads it: the error's message, then each cause's
+ * (`Storage migrations failed on postgres (db:5432/ferry): connect ECONNREFUSED 127.0.0.1:5432`).
+ * A password in a connection string that a driver's message might quote is masked.
+ */
+export function failureText(error: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
+    const inner = current instanceof AggregateError && current.errors.length > 0 ? current.errors[0] : undefined;
+    const message = (current instanceof Error ? current.message : String(current)).trim().replace(/\.$/, '');
+    if (message !== '' && !parts.some((part) => part.includes(message))) parts.push(message);
+    current = current instanceof Error ? (current.cause ?? inner) : undefined;
+  }
+  return (parts.join(': ') || 'unknown error').replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^:/@\s]*):[^@\s]*@/gi, '$1:***@') + '.';
+}
 
 /** Where the CLI writes; tests pass their own. */
 export interface CliIo {
@@ -38,7 +72,7 @@ export interface CliIo {
 const processIo: CliIo = { out: (line) => process.stdout.write(line + '\n'), err: (line) => process.stderr.write(line + '\n') };
 
 async function withEngine<T>(database: string | undefined, fn: (engine: Engine) => Promise<T>): Promise<T> {
-  const setting = parseDatabase(database ?? process.env.DATABASE_URL);
+  const setting = parseDatabase(database ?? process.env.DATABASE_URL, database !== undefined ? '--database' : 'DATABASE_URL');
   const { key } = resolveSecretKey(setting, process.env.FERRY_SECRET_KEY?.trim() || undefined);
   const engine = await createEngine({ storage: storageOf(setting), plugins: serverPlugins({ outboundAllow: [] }), ...(key === undefined ? {} : { secretKey: key }), logger: silentLogger,
     // A one-shot command must not take up pipelines, ticks or queued runs while it runs.
@@ -57,6 +91,10 @@ function keyLine(key: ApiKey): string {
 
 async function keys(args: string[], io: CliIo): Promise<number> {
   const [action, ...rest] = args;
+  if (action === 'help' || isHelp(action) || rest.some(isHelp)) {
+    io.out(commandUsage('keys'));
+    return 0;
+  }
   const { values, positionals } = parseArgs({
     args: rest,
     options: { workspace: { type: 'string' }, scopes: { type: 'string' }, name: { type: 'string' }, 'rate-limit': { type: 'string' }, database: { type: 'string' } },
@@ -143,12 +181,16 @@ async function serve(args: string[], io: CliIo): Promise<number> {
 export async function runCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
   const [command, ...args] = argv;
   try {
+    if (command !== undefined && command in COMMAND_USAGE && args.some(isHelp)) {
+      io.out(commandUsage(command as Command));
+      return 0;
+    }
     switch (command) {
       case 'serve':
         return await serve(args, io);
       case 'migrate': {
         const { values } = parseArgs({ args, options: { database: { type: 'string' } }, strict: true });
-        const storage = await openStorage(storageOf(parseDatabase(values.database ?? process.env.DATABASE_URL)));
+        const storage = await openStorage(storageOf(parseDatabase(values.database ?? process.env.DATABASE_URL, values.database !== undefined ? '--database' : 'DATABASE_URL')));
         io.out(`Migrated ${storage.description}.`);
         await storage.close();
         return 0;
@@ -161,23 +203,29 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo): Pr
       case undefined:
       case 'help':
       case '--help':
-      case '-h':
-        io.out(USAGE);
+      case '-h': {
+        const topic = args[0];
+        io.out(command === 'help' && topic !== undefined && topic in COMMAND_USAGE ? commandUsage(topic as Command) : USAGE);
         return command === undefined ? 2 : 0;
+      }
       default:
         io.err(`Unknown command ${JSON.stringify(command)}.\n\n${USAGE}`);
         return 2;
     }
   } catch (error) {
     if (error instanceof SettingsError || (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || (error as { code?: string }).code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
-      io.err(`ferry: ${(error as Error).message}`);
+      const usage = command !== undefined && command in COMMAND_USAGE ? `\nRun \`ferry ${command} --help\` for its options.` : '';
+      io.err(`ferry: ${(error as Error).message}${error instanceof SettingsError ? '' : usage}`);
       return 2;
     }
     if (isFerryError(error)) {
-      io.err(`ferry: ${error.message}${error.errors ? ' ' + error.errors.map((e) => `${e.pointer}: ${e.detail}`).join('; ') : ''}`);
+      const fields = error.errors ? ' ' + error.errors.map((e) => `${e.pointer}: ${e.detail}`).join('; ') : '';
+      // Storage that cannot be reached or migrated: the cause says why, and what to check.
+      const hint = error.code === 'unavailable' ? '\nCheck that the database is running and reachable, and that DATABASE_URL (or --database) names it.' : '';
+      io.err(`ferry: ${failureText(error)}${fields}${hint}`);
       return 1;
     }
-    io.err(`ferry: ${(error as Error).message ?? String(error)}`);
+    io.err(`ferry: ${failureText(error)}`);
     return 1;
   }
 }

@@ -1,5 +1,5 @@
 /**
- * @ferry/server: the reference server and the `ferry` CLI (contract section 12). `startServer`
+ * @ferry/server: the reference server and the `ferry` CLI (docs/operations.md). `startServer`
  * runs the /v2 API on Fastify over an engine with every connector plugin, `/healthz` and
  * `/metrics`; `runCli` is the command line (`serve`, `migrate`, `keys`).
  *

@@ -8,7 +8,7 @@ export function secretKeyPath(filename: string): string {
 }
 
 /**
- * The key-encryption key to run with (contract section 12): `FERRY_SECRET_KEY` when set; for a
+ * The key-encryption key to run with (docs/operations.md, The secret key): `FERRY_SECRET_KEY` when set; for a
  * SQLite file, else the key kept beside it, generated on first start with mode 0600 (created
  * exclusively, so two servers starting at once cannot write different keys); for Postgres it is
  * required, since several servers must share it.

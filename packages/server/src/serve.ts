@@ -41,7 +41,7 @@ export function storageOf(database: DatabaseSetting): StorageConfig {
 }
 
 /**
- * Starts the reference server (contract section 12): the engine on the configured storage with
+ * Starts the reference server (docs/operations.md): the engine on the configured storage with
  * every connector plugin, the /v2 API on Fastify, `GET /healthz` and `GET /metrics`.
  */
 export async function startServer(settings: ServerSettings, options: StartServerOptions = {}): Promise<RunningServer> {

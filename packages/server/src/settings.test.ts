@@ -1,8 +1,11 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { generateApiKey } from '@ferry/core/internal';
 import { parseDatabase, parseServeSettings, SettingsError } from './settings.js';
 
 describe('server settings', () => {
-  it('defaults as contract section 12 says', () => {
+  it('defaults to SQLite in ./ferry.db on 127.0.0.1:8080, every limit at its default', () => {
     expect(parseServeSettings([], {})).toEqual({
       role: 'all',
       port: 8080,
@@ -37,8 +40,9 @@ describe('server settings', () => {
     const env = { FERRY_PORT: '9000', FERRY_HOST: '0.0.0.0', DATABASE_URL: 'postgres://u:p@h/db', FERRY_OUTBOUND_ALLOW: 'localhost, 10.0.0.0/8', FERRY_LOG_LEVEL: 'DEBUG', FERRY_SECRET_KEY: ' k ' };
     const fromEnv = parseServeSettings([], env);
     expect(fromEnv).toMatchObject({ port: 9000, host: '0.0.0.0', database: { kind: 'postgres', connectionString: 'postgres://u:p@h/db' }, outboundAllow: ['localhost', '10.0.0.0/8'], logLevel: 'debug', secretKey: 'k' });
-    const flags = parseServeSettings(['--port', '0', '--database', 'data/x.db', '--outbound-allow', '127.0.0.1', '--log-level', 'warn'], env);
-    expect(flags).toMatchObject({ port: 0, database: { kind: 'sqlite', filename: 'data/x.db' }, outboundAllow: ['127.0.0.1'], logLevel: 'warn' });
+    const file = join(tmpdir(), 'x.db');
+    const flags = parseServeSettings(['--port', '0', '--database', file, '--outbound-allow', '127.0.0.1', '--log-level', 'warn'], env);
+    expect(flags).toMatchObject({ port: 0, database: { kind: 'sqlite', filename: file }, outboundAllow: ['127.0.0.1'], logLevel: 'warn' });
   });
 
   it('reads the API and ingest rate limits, from the environment or flags, or turns them off', () => {
@@ -73,5 +77,27 @@ describe('server settings', () => {
     expect(() => parseDatabase('mysql://x')).toThrow(/postgres/);
     expect(parseDatabase('postgresql://h/db')).toEqual({ kind: 'postgres', connectionString: 'postgresql://h/db' });
     expect(parseDatabase('sqlite:/tmp/a.db')).toEqual({ kind: 'sqlite', filename: '/tmp/a.db' });
+  });
+
+  it('names the setting whose SQLite folder is missing', () => {
+    expect(() => parseServeSettings(['--database', '/nonexistent-ferry/dir/f.db'], {})).toThrow(/--database names the SQLite file "\/nonexistent-ferry\/dir\/f.db", but its folder "\/nonexistent-ferry\/dir" does not exist/);
+    expect(() => parseServeSettings([], { DATABASE_URL: 'sqlite:/nonexistent-ferry/f.db' })).toThrow(/^DATABASE_URL names the SQLite file/);
+    expect(parseDatabase(':memory:')).toEqual({ kind: 'sqlite', filename: ':memory:' });
+  });
+
+  it('refuses a malformed FERRY_BOOTSTRAP_API_KEY by its name, without echoing it', () => {
+    const good = generateApiKey().token;
+    expect(parseServeSettings([], { FERRY_BOOTSTRAP_API_KEY: good }).bootstrapApiKey).toBe(good);
+    for (const bad of ['hunter2-not-a-key', good.slice(0, -1) + (good.endsWith('a') ? 'b' : 'a')]) {
+      let message = '';
+      try {
+        parseServeSettings([], { FERRY_BOOTSTRAP_API_KEY: bad });
+      } catch (error) {
+        expect(error).toBeInstanceOf(SettingsError);
+        message = (error as Error).message;
+      }
+      expect(message).toMatch(/^FERRY_BOOTSTRAP_API_KEY is not a well-formed API key/);
+      expect(message).not.toContain(bad);
+    }
   });
 });

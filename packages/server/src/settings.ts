@@ -1,4 +1,7 @@
+import { existsSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { parseApiKey } from '@ferry/core/internal';
 
 /** Where the server keeps its state. */
 export type DatabaseSetting = { kind: 'sqlite'; filename: string } | { kind: 'postgres'; connectionString: string };
@@ -13,7 +16,7 @@ export type ServerRole = 'all' | 'api' | 'worker';
 
 const ROLES: readonly ServerRole[] = ['all', 'api', 'worker'];
 
-/** Everything `ferry serve` (and the other commands' storage) is configured by (contract section 12). */
+/** Everything `ferry serve` (and the other commands' storage) is configured by: docs/operations.md lists each setting. */
 export interface ServerSettings {
   /** What this process does (default `all`). */
   role: ServerRole;
@@ -65,12 +68,23 @@ export class SettingsError extends Error {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-/** Reads `DATABASE_URL` (or `--database`): `postgres://...` for Postgres, anything else a SQLite file. */
-export function parseDatabase(value: string | undefined): DatabaseSetting {
+/**
+ * Reads `DATABASE_URL` (or `--database`): `postgres://...` for Postgres, anything else a SQLite
+ * file, whose folder must exist (the file is created in it). `name` is the setting named in an
+ * error: the flag when it was given, else the variable.
+ */
+export function parseDatabase(value: string | undefined, name = 'DATABASE_URL'): DatabaseSetting {
   const text = value === undefined || value.trim() === '' ? './ferry.db' : value.trim();
   if (/^postgres(ql)?:\/\//i.test(text)) return { kind: 'postgres', connectionString: text };
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) throw new SettingsError(`Unsupported database URL scheme in ${JSON.stringify(text.split('://')[0])}: use postgres:// or a SQLite file path.`);
-  return { kind: 'sqlite', filename: text.replace(/^sqlite:/i, '') };
+  const filename = text.replace(/^sqlite:/i, '');
+  if (filename !== ':memory:') {
+    const folder = dirname(resolve(filename));
+    if (!existsSync(folder) || !statSync(folder).isDirectory()) {
+      throw new SettingsError(`${name} names the SQLite file ${JSON.stringify(filename)}, but its folder ${JSON.stringify(folder)} does not exist: create it, or give another path.`);
+    }
+  }
+  return { kind: 'sqlite', filename };
 }
 
 /**
@@ -137,9 +151,9 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
     role: role as ServerRole,
     port: Number(portText),
     host: values.host ?? env.FERRY_HOST ?? '127.0.0.1',
-    database: parseDatabase(values.database ?? env.DATABASE_URL),
+    database: parseDatabase(values.database ?? env.DATABASE_URL, values.database !== undefined ? '--database' : 'DATABASE_URL'),
     secretKey: nonEmpty(env.FERRY_SECRET_KEY),
-    bootstrapApiKey: nonEmpty(env.FERRY_BOOTSTRAP_API_KEY),
+    bootstrapApiKey: parseBootstrapKey(nonEmpty(env.FERRY_BOOTSTRAP_API_KEY)),
     outboundAllow: (values['outbound-allow'] ?? env.FERRY_OUTBOUND_ALLOW ?? '')
       .split(',')
       .map((s) => s.trim())
@@ -151,6 +165,14 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
     ...(rateLimit === undefined ? {} : { rateLimit: parseRateLimit(rateLimit, values['rate-limit'] !== undefined ? '--rate-limit' : 'FERRY_RATE_LIMIT') }),
     ...(ingestRateLimit === undefined ? {} : { ingestRateLimit: parseRateLimit(ingestRateLimit, values['ingest-rate-limit'] !== undefined ? '--ingest-rate-limit' : 'FERRY_INGEST_RATE_LIMIT') }),
   };
+}
+
+/** `FERRY_BOOTSTRAP_API_KEY` must be a key `ferry keys create` could have printed; the key itself is never echoed. */
+function parseBootstrapKey(key: string | undefined): string | undefined {
+  if (key !== undefined && parseApiKey(key) === null) {
+    throw new SettingsError('FERRY_BOOTSTRAP_API_KEY is not a well-formed API key (its format or checksum is wrong). `ferry keys create --database <a scratch file>` prints one.');
+  }
+  return key;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
