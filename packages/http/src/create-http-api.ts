@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace as otel, type Span } from '@opentelemetry/api';
 import { isFerryError, type Engine, type FieldError } from '@ferry/core';
 import { hasInvalidCharacter, pointerToken, scopeAllows, type AuthContext } from '@ferry/core/internal';
 import { assertIdempotencyKey, requestHash, withIdempotency } from './idempotency.js';
@@ -13,6 +14,8 @@ import { allRoutes } from './routes/index.js';
 import type { HttpApi, HttpApiOptions, HttpRequest, HttpResponse, RateLimitSettings, RouteInfo } from './types.js';
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
+/** The instrumentation scope of the API's request spans. */
+const TRACER_NAME = '@ferry/http';
 const DEFAULT_RATE_LIMIT: RateLimitSettings = { requests: 600, perSeconds: 60 };
 const DEFAULT_INGEST_RATE_LIMIT: RateLimitSettings = { requests: 6000, perSeconds: 60 };
 /** Failed authentications allowed per client address: slows guessing keys down, costs honest clients nothing. */
@@ -21,6 +24,8 @@ const AUTH_FAILURE_LIMIT: RateLimitSettings = { requests: 60, perSeconds: 60 };
 /** What dispatch learnt about a request, for the access log. */
 interface Trace {
   route: string;
+  /** The route matched an operation: `route` is its template, not a guess from the path. */
+  matched?: boolean;
   auth?: AuthContext;
 }
 
@@ -168,6 +173,7 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
     }
     const { definition } = match.route;
     trace.route = definition.path;
+    trace.matched = true;
     let auth: AuthContext | null = null;
     if (definition.auth.kind === 'api_key') {
       auth = await authenticate(request, headers);
@@ -219,12 +225,14 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
     const requestId = requestIdOf(request.headers);
     const headers: Record<string, string> = {};
     const trace: Trace = { route: request.url.split('?')[0]!.split('/').slice(0, 3).join('/') };
+    const span = startRequestSpan(request, requestId);
     let response: HttpResponse;
     try {
-      response = await handle(request, requestId, headers, trace);
+      response = await context.with(otel.setSpan(context.active(), span), () => handle(request, requestId, headers, trace));
     } catch (error) {
       response = answerError(error, requestId, trace);
     }
+    endRequestSpan(span, request, response.status, trace);
     response.headers = { ...headers, ...response.headers, 'x-request-id': requestId, 'cache-control': 'no-store' };
     // A body refused before it was read to the end leaves the rest of it on the wire: the
     // connection cannot carry another request, and an endless chunked body must not hold it.
@@ -246,6 +254,35 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
       }
     }
     return response;
+  }
+
+  /**
+   * The request's server span, named and attributed as OpenTelemetry's HTTP conventions say, and
+   * a child of the caller's trace when it sent a `traceparent` (or of the framework's own span,
+   * when the host instruments Express or Fastify). A no-op until the host registers an SDK.
+   */
+  function startRequestSpan(request: HttpRequest, requestId: string): Span {
+    const method = request.method.toUpperCase();
+    const active = context.active();
+    const parent = otel.getSpan(active) ? active : propagation.extract(ROOT_CONTEXT, request.headers);
+    return otel.getTracer(TRACER_NAME).startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'ferry.request.id': requestId } }, parent);
+  }
+
+  /** Names the span by its route once known (`GET /v2/pipelines/{id}`, never the raw path), and ends it. */
+  function endRequestSpan(span: Span, request: HttpRequest, status: number, trace: Trace): void {
+    const method = request.method.toUpperCase();
+    if (trace.matched) {
+      span.updateName(`${method} ${trace.route}`);
+      span.setAttribute('http.route', trace.route);
+    }
+    span.setAttribute('http.response.status_code', status);
+    if (trace.auth) span.setAttribute('ferry.workspace.id', trace.auth.workspace_id);
+    // A server span is an error only for a 5xx: a 4xx is the client's (OpenTelemetry's HTTP conventions).
+    if (status >= 500) {
+      span.setAttribute('error.type', String(status));
+      span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+    span.end();
   }
 
   const info: RouteInfo[] = routes.map((r) => ({

@@ -14,3 +14,4 @@ export { CURSOR_TTL_MS, CursorCodec, DEFAULT_LIMIT, MAX_LIMIT, normalizeLimit, p
 export { TimestampSchema, inputSchemas, readOnlyFields } from './schemas.js';
 export { resourceSchemas } from './shapes.js';
 export { assertSchema, assertText, compile, hasInvalidCharacter, normalizeTimestamp, pointerToken, schemaErrors, type SchemaErrorOptions } from './validation.js';
+export { failSpan, inSpan, spanContext, SpanKind, startSpan, TRACER_NAME, type Span, type SpanFailure, type TraceContext } from './tracing.js';

@@ -1,5 +1,5 @@
-import { sleep, type Clock } from '../common/index.js';
-import type { Destination, DestinationEvent, TransformEvent } from '../plugin-api/index.js';
+import { inSpan, sleep, type Clock, type SpanFailure, type TraceContext } from '../common/index.js';
+import type { Destination, DestinationEvent, TransformEvent, WriteResult } from '../plugin-api/index.js';
 import { backoffDelay, type BackoffPolicy } from '../queue/index.js';
 import { describeEventError, FlowError, toFlowError } from './flow-error.js';
 import type { TransformChain } from './transform-chain.js';
@@ -36,6 +36,8 @@ export interface ProcessorDeps {
   /** Backoff between attempts of a record the destination refused with a retryable error. */
   recordRetry: BackoffPolicy;
   scrub: (text: string) => string;
+  /** The batch's span: the transform and write spans are its children (default: the active context). */
+  trace?: TraceContext;
 }
 
 /**
@@ -48,19 +50,10 @@ export interface ProcessorDeps {
 export async function processItems(items: readonly WorkItem[], deps: ProcessorDeps, signal: AbortSignal): Promise<ItemResult[]> {
   const results: ItemResult[] = new Array(items.length);
   const pending: { index: number; event: TransformEvent; attempts: number }[] = [];
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i]!;
-    if (item.fromStep >= deps.chain.length) {
-      pending.push({ index: i, event: item.event, attempts: item.attemptsBefore });
-      continue;
-    }
-    const outcome = await deps.chain.apply(item.event, item.fromStep, deps.maxAttempts);
-    if (outcome.kind === 'passed') pending.push({ index: i, event: outcome.event, attempts: item.attemptsBefore });
-    else if (outcome.kind === 'filtered') results[i] = { status: 'filtered', event: outcome.event, attempts: item.attemptsBefore + 1 };
-    else {
-      const { code, message } = describeEventError(outcome.error, 'transform_failed', deps.scrub);
-      results[i] = { status: 'dead_lettered', event: outcome.event, attempts: item.attemptsBefore + outcome.attempts, stage: `transform:${outcome.step}`, code, message };
-    }
+  if (deps.chain.length > 0) {
+    await inSpan('ferry.pipeline.transform', { 'ferry.batch.records': items.length, 'ferry.transform.steps': deps.chain.length }, deps.trace, () => transformAll(items, deps, results, pending), unexpected);
+  } else {
+    for (let i = 0; i < items.length; i++) pending.push({ index: i, event: items[i]!.event, attempts: items[i]!.attemptsBefore });
   }
 
   let round = 0;
@@ -68,15 +61,7 @@ export async function processItems(items: readonly WorkItem[], deps: ProcessorDe
   while (toWrite.length > 0) {
     round++;
     const events: DestinationEvent[] = toWrite.map((p) => p.event);
-    let written;
-    try {
-      written = await deps.destination.write(events, signal);
-    } catch (error) {
-      throw toFlowError('destination', error, deps.scrub);
-    }
-    if (!Array.isArray(written) || written.length !== events.length) {
-      throw new FlowError('destination', 'invalid_write_result', `The destination returned ${Array.isArray(written) ? written.length : 'no'} results for ${events.length} events.`, false);
-    }
+    const written = await inSpan('ferry.pipeline.write', { 'ferry.batch.records': events.length, 'ferry.write.round': round }, deps.trace, () => writeAll(events, deps, signal), writeFailure);
     const again: typeof toWrite = [];
     let retryableRefusal = false;
     for (let k = 0; k < toWrite.length; k++) {
@@ -101,4 +86,46 @@ export async function processItems(items: readonly WorkItem[], deps: ProcessorDe
     toWrite = again;
   }
   return results;
+}
+
+/** Runs the steps over every item, in order; what passes joins `pending`, the rest gets its result. */
+async function transformAll(items: readonly WorkItem[], deps: ProcessorDeps, results: ItemResult[], pending: { index: number; event: TransformEvent; attempts: number }[]): Promise<void> {
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    if (item.fromStep >= deps.chain.length) {
+      pending.push({ index: i, event: item.event, attempts: item.attemptsBefore });
+      continue;
+    }
+    const outcome = await deps.chain.apply(item.event, item.fromStep, deps.maxAttempts);
+    if (outcome.kind === 'passed') pending.push({ index: i, event: outcome.event, attempts: item.attemptsBefore });
+    else if (outcome.kind === 'filtered') results[i] = { status: 'filtered', event: outcome.event, attempts: item.attemptsBefore + 1 };
+    else {
+      const { code, message } = describeEventError(outcome.error, 'transform_failed', deps.scrub);
+      results[i] = { status: 'dead_lettered', event: outcome.event, attempts: item.attemptsBefore + outcome.attempts, stage: `transform:${outcome.step}`, code, message };
+    }
+  }
+}
+
+/** One call of the destination's `write`, its failure of the whole batch as a {@link FlowError}. */
+async function writeAll(events: DestinationEvent[], deps: ProcessorDeps, signal: AbortSignal): Promise<WriteResult[]> {
+  let written;
+  try {
+    written = await deps.destination.write(events, signal);
+  } catch (error) {
+    throw toFlowError('destination', error, deps.scrub);
+  }
+  if (!Array.isArray(written) || written.length !== events.length) {
+    throw new FlowError('destination', 'invalid_write_result', `The destination returned ${Array.isArray(written) ? written.length : 'no'} results for ${events.length} events.`, false);
+  }
+  return written;
+}
+
+/** A write span's failure: the scrubbed flow error writeAll threw. */
+function writeFailure(error: unknown): SpanFailure {
+  return error instanceof FlowError ? { code: error.code, message: error.message } : unexpected();
+}
+
+/** Steps catch their own errors (each is an outcome); anything else is the engine's, described without its text. */
+function unexpected(): SpanFailure {
+  return { code: 'unexpected_error', message: 'The batch failed.' };
 }

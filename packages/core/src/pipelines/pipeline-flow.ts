@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { sleep, isFerryError } from '../common/index.js';
+import { performance } from 'node:perf_hooks';
+import { failSpan, inSpan, sleep, isFerryError, spanContext, startSpan, type Span, type SpanFailure, type TraceContext } from '../common/index.js';
 import type { EngineContext } from '../engine/index.js';
 import type { Checkpoint, PullSource, PushSource, SourceBatch } from '../plugin-api/index.js';
 import type { PipelineRow, WriterOrder } from '../storage/index.js';
 import { backoffDelay, MAX_BACKOFF_ATTEMPT } from '../queue/index.js';
-import { commitBatch, countResults, prepareBatch, type Fence, type PreparedBatch } from './batch-commit.js';
+import { commitBatch, countResults, prepareBatch, type BatchCounts, type Fence, type PreparedBatch } from './batch-commit.js';
 import { processItems, type ItemResult } from './event-processor.js';
 import { toWorkItems } from './source-records.js';
 import { FlowError, toFlowError } from './flow-error.js';
@@ -260,6 +261,7 @@ export class PipelineFlow {
     const from = this.position;
     // The read started while the previous batch was being written, when it still fits.
     let early = this.takeReadAhead(current, from);
+    const readStarted = performance.now();
     const batch = await this.retrying('source', () => {
       const read = early ?? current.read(from, this.row.batch_size, this.hard.signal);
       early = undefined; // a failed read-ahead counts as a failure; the retry reads afresh
@@ -290,10 +292,17 @@ export class PipelineFlow {
       return true;
     }
     const row = this.row;
-    const prepared = prepareBatch(this.deps.ctx, row, await this.process(batch));
+    const span = this.startBatchSpan(row, batch.records.length, readStarted);
+    let prepared: PreparedBatch;
+    try {
+      prepared = prepareBatch(this.deps.ctx, row, await this.process(batch, spanContext(span)));
+    } catch (error) {
+      endBatchSpan(span, undefined, error);
+      throw error;
+    }
     const previous = this.pending;
     // This commit starts only after the previous one succeeded, and not at all if it failed.
-    const commit = this.commit(prepared, batch.checkpoint, batch.records.length, row, this.back, previous);
+    const commit = this.commit(prepared, batch.checkpoint, batch.records.length, row, this.back, previous, span);
     // Awaited by the next step or by flush(); until then its failure stops the batch being prepared.
     commit.then(
       () => this.settledCommits.add(commit),
@@ -390,14 +399,20 @@ export class PipelineFlow {
           throw new Stop('inactive');
         }
         const row = this.row;
-        return { row, batch: prepareBatch(this.deps.ctx, row, await this.process(batch)) };
+        const span = this.startBatchSpan(row, batch.records.length);
+        try {
+          return { row, span, batch: prepareBatch(this.deps.ctx, row, await this.process(batch, spanContext(span))) };
+        } catch (error) {
+          endBatchSpan(span, undefined, error);
+          throw error;
+        }
       });
       // A batch that did not reach the destination stops the ones handed over after it.
       written = prepared;
       prepared.catch(() => undefined);
       // This commit starts only after the previous one succeeded, and not at all if it failed.
       const previous = this.pending;
-      const commit = prepared.then((p) => this.commit(p.batch, batch.checkpoint, batch.records.length, p.row, this.back, previous));
+      const commit = prepared.then((p) => this.commit(p.batch, batch.checkpoint, batch.records.length, p.row, this.back, previous, p.span));
       this.pending = commit;
       commit.catch((error: unknown) => {
         this.commitFailed = error instanceof Stop || error instanceof FlowError ? error : new Stop('commit failed');
@@ -451,8 +466,25 @@ export class PipelineFlow {
     return this.end;
   }
 
-  /** Takes one source batch through the steps and the destination (not committed yet). */
-  private async process(batch: SourceBatch): Promise<ItemResult[]> {
+  /**
+   * The span of one batch, from its read (`readStarted`, `performance.now()` time; a pushed
+   * batch starts when handed over) to its commit, with a child span for the read. Made only for
+   * a batch with records: an idle pipeline polling its source leaves no trace.
+   */
+  private startBatchSpan(row: PipelineRow, records: number, readStarted?: number): Span {
+    const attributes = {
+      'ferry.workspace.id': row.workspace_id,
+      'ferry.pipeline.id': row.id,
+      'ferry.run.id': this.spec.runId() ?? '',
+      'ferry.batch.records': records,
+    };
+    const span = startSpan('ferry.pipeline.batch', attributes, readStarted === undefined ? {} : { startTime: readStarted });
+    if (readStarted !== undefined) startSpan('ferry.pipeline.read', { 'ferry.batch.records': records }, { parent: spanContext(span), startTime: readStarted }).end();
+    return span;
+  }
+
+  /** Takes one source batch through the steps and the destination (not committed yet); `trace` is the batch's span. */
+  private async process(batch: SourceBatch, trace: TraceContext): Promise<ItemResult[]> {
     const items = toWorkItems(this.row.id, batch.records, this.deps.ctx.clock.now());
     const conns = this.conns!;
     const results = await this.retrying('destination', () =>
@@ -465,6 +497,7 @@ export class PipelineFlow {
           clock: this.deps.ctx.clock,
           recordRetry: this.deps.options.recordRetry,
           scrub: conns.scrub,
+          trace,
         },
         this.hard.signal,
       ),
@@ -482,20 +515,23 @@ export class PipelineFlow {
    * this flow's chain (see `WriterOrder`): the thread runs it right after the one before,
    * without waiting for the event loop to hear of that one.
    */
-  private async commit(batch: PreparedBatch, checkpoint: Checkpoint, read: number, row: PipelineRow = this.row, lane: Lane = this.fore, previous?: Promise<unknown>): Promise<void> {
+  private async commit(batch: PreparedBatch, checkpoint: Checkpoint, read: number, row: PipelineRow = this.row, lane: Lane = this.fore, previous?: Promise<unknown>, span?: Span): Promise<void> {
     const counts = countResults(read, batch.results);
-    const order = this.writerOrder(batch, previous);
-    // Sent ahead only behind a batch on the same chain; anything else waits for the one before.
-    const ahead = order !== undefined && order.seq > 0;
-    if (previous && !ahead) await previous;
-    await this.retrying(
-      'storage',
-      () => commitBatch(this.deps.ctx, { pipeline: row, runId: this.spec.runId(), fence: this.spec.fence, batch, checkpoint, counts, order }),
-      lane,
-    );
-    if (previous) await previous;
-    this.checkpoint = checkpoint;
-    await this.progressed(lane);
+    try {
+      const order = this.writerOrder(batch, previous);
+      // Sent ahead only behind a batch on the same chain; anything else waits for the one before.
+      const ahead = order !== undefined && order.seq > 0;
+      if (previous && !ahead) await previous;
+      const write = () => commitBatch(this.deps.ctx, { pipeline: row, runId: this.spec.runId(), fence: this.spec.fence, batch, checkpoint, counts, order });
+      await (span ? inSpan('ferry.pipeline.commit', {}, spanContext(span), () => this.retrying('storage', write, lane), flowFailure) : this.retrying('storage', write, lane));
+      if (previous) await previous;
+      this.checkpoint = checkpoint;
+      await this.progressed(lane);
+    } catch (error) {
+      if (span) endBatchSpan(span, counts, error);
+      throw error;
+    }
+    if (span) endBatchSpan(span, counts);
   }
 
   /**
@@ -624,6 +660,22 @@ interface Lane {
 }
 
 /** A chain id no other flow has. */
+/** What a span of the flow records of a failure: the flow's own code and scrubbed message, never a plugin's raw error. */
+function flowFailure(error: unknown): SpanFailure {
+  if (error instanceof FlowError) return { code: error.code, message: error.message };
+  if (error instanceof Stop) return { code: 'stopped', message: 'The flow stopped before the batch was committed.' };
+  return { code: 'unexpected_error', message: 'The batch failed.' };
+}
+
+/** Ends a batch's span with what became of its events, or with the failure that stopped it. */
+function endBatchSpan(span: Span, counts: BatchCounts | undefined, error?: unknown): void {
+  if (counts) {
+    span.setAttributes({ 'ferry.batch.delivered': counts.events_written, 'ferry.batch.filtered': counts.events_filtered, 'ferry.batch.dead_lettered': counts.events_dead_lettered });
+  }
+  if (error !== undefined) failSpan(span, flowFailure(error));
+  span.end();
+}
+
 function newChainId(pipelineId: string): string {
   return `${pipelineId}:${randomUUID()}`;
 }

@@ -1,4 +1,4 @@
-import type { ClockTimer } from '../common/index.js';
+import { failSpan, SpanKind, startSpan, type ClockTimer } from '../common/index.js';
 import { webhookHeaders } from '../crypto/index.js';
 import type { EngineContext } from '../engine/index.js';
 import type { OutboundClient } from '../net/index.js';
@@ -279,9 +279,35 @@ export class DeliveryWorker {
       'user-agent': DELIVERY_USER_AGENT,
       ...webhookHeaders({ id: row.event_id, timestamp: Math.floor(now / 1000), body: row.body }, target.secrets.at(now)),
     };
-    const result = await this.client.send({ url: target.row.url, method: 'POST', headers, body: row.body, timeoutMs: this.options.timeoutMs });
+    // The URL's host only: a subscription's path or query may hold a token of the receiver's.
+    const span = startSpan(
+      'ferry.webhook.delivery',
+      {
+        'ferry.workspace.id': row.workspace_id,
+        'ferry.webhook.subscription.id': row.subscription_id,
+        'ferry.webhook.delivery.id': row.id,
+        'ferry.webhook.attempt': row.attempts + 1,
+        'ferry.event.id': row.event_id,
+        'ferry.event.type': row.event_type,
+        'http.request.method': 'POST',
+        'server.address': hostOf(target.row.url),
+      },
+      { kind: SpanKind.CLIENT },
+    );
+    let result;
+    try {
+      result = await this.client.send({ url: target.row.url, method: 'POST', headers, body: row.body, timeoutMs: this.options.timeoutMs });
+    } catch (error) {
+      failSpan(span, { code: 'unexpected_error', message: 'The attempt did not complete.' });
+      span.end();
+      throw error;
+    }
     const end = this.ctx.clock.now();
     const verdict = attemptVerdict(row, held.token, result, { startedAt: now, endedAt: end }, this.options, this.ctx.ids.create('attempt'));
+    if (result.kind === 'response') span.setAttribute('http.response.status_code', result.status);
+    span.setAttribute('ferry.webhook.outcome', verdict.next.status);
+    if (verdict.effect !== 'success') failSpan(span, { code: result.kind === 'response' ? String(result.status) : result.kind, message: verdict.attempt.error ?? 'The attempt failed.' });
+    span.end();
     // The request slot is free once the response is in; the claim is held, and the delivery
     // counts as in hand (see claimRound), until the outcome is committed.
     this.unrecorded++;
@@ -313,3 +339,11 @@ export class DeliveryWorker {
   }
 }
 
+/** The host of a subscription's URL, for a span; never its path or query. */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return '';
+  }
+}
