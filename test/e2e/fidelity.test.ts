@@ -26,7 +26,7 @@ const WS = 'default';
 const BYTES = Buffer.from([0, 1, 2, 0x5c, 0x78, 9, 10, 13, 0x22, 255]);
 const TEXT = 'emoji 👍 line\u2028separator paragraph\u2029 e\u0301 "quoted" \\ back';
 
-/** The payload the postgres source makes of the row: every value as the contract says it travels. */
+/** The payload the postgres source makes of the row: every value as docs/concepts.md (Data moves exactly) says it travels. */
 const EXPECTED: JsonObject = {
   id: 1,
   big: '9223372036854775807',

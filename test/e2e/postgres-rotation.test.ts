@@ -1,5 +1,5 @@
 /**
- * Credential rotation under load (contract section 5.1): a streaming pipeline moves 100,000 rows
+ * Credential rotation under load (docs/api.md, Connector rotation): a streaming pipeline moves 100,000 rows
  * from one Postgres table to another as a login role whose password is changed mid-stream by a
  * real `ALTER ROLE` (the connector's admin connection). Every row arrives exactly once, the
  * pipeline that was active is active again, one a user paused stays paused, and only the new

@@ -1,5 +1,5 @@
 /**
- * Authentication, scopes and workspace isolation (contract sections 2 and 4): every kind of bad
+ * Authentication, scopes and workspace isolation (docs/api.md, The HTTP protocol, API keys and Workspaces): every kind of bad
  * key is one 401 with `WWW-Authenticate: Bearer`; a key without the scope is 403; another
  * workspace's ids are 404 on every `{id}` route, never 403.
  */

@@ -1,5 +1,5 @@
 /**
- * Connector routes of contract section 5 (create, list, get, update, delete, check, rotate) and
+ * Connector routes (docs/api.md, Connectors; create, list, get, update, delete, check, rotate) and
  * the rule that connector secrets never appear in a response.
  */
 import { expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * The events listing and replay of contract section 7. Events come from running pipelines, which
+ * The events listing and replay (docs/api.md, Events). Events come from running pipelines, which
  * this suite does not drive: rows are written into storage (fixtures.insertEvents) and the
  * routes are checked on them.
  */

@@ -1,5 +1,5 @@
 /**
- * The 5xx rows of contract section 2, through both adapters: 503 `unavailable` with `Retry-After`
+ * The 5xx rows of docs/api.md, Errors, through both adapters: 503 `unavailable` with `Retry-After`
  * when storage is unreachable (a Postgres behind a loopback TCP proxy that the test cuts and
  * restores; a SQLite file whose write lock another process holds) and while the engine shuts
  * down; 500 `internal` for an unexpected error, with a fixed text, no stack and no secret in the

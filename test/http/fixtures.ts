@@ -12,7 +12,7 @@ import { PROBLEM_JSON, type TestApi, type TestResponse } from './harness.js';
 export const ghostId = (prefix: string): string => `${prefix}_01JZZZZZZZZZZZZZZZZZZZZZZZ`;
 
 /**
- * Asserts an RFC 9457 answer of contract section 2: status, `application/problem+json`, and
+ * Asserts an RFC 9457 answer (docs/api.md, Errors): status, `application/problem+json`, and
  * `{ type: '/problems/<code>', title, status, detail, code, errors?, request_id }` with the
  * request id also in `X-Request-Id`. Returns the body for further checks.
  */
@@ -44,7 +44,7 @@ export function expectFieldError(res: TestResponse, pointer: string, code: strin
   expect(errors.map((e) => ({ pointer: e.pointer, code: e.code })), res.text).toContainEqual({ pointer, code });
 }
 
-/** Asserts the list envelope of contract section 3. */
+/** Asserts the list envelope (docs/api.md, Lists). */
 export function expectPage(res: TestResponse): { data: any[]; next_cursor: string | null; has_more: boolean } { // eslint-disable-line @typescript-eslint/no-explicit-any
   expect(res.status, res.text).toBe(200);
   expect(res.headers['content-type']).toBe('application/json');

@@ -120,7 +120,7 @@ export function testPlugins(): FerryPlugin[] {
       { signing_secret: Type.Optional(Secret(Type.String())), url: Type.Optional(Type.String()) },
       { additionalProperties: false },
     ),
-    // As the real plugin does (contract section 13): a signing secret is generated when omitted.
+    // As the real plugin does: a signing secret is generated when omitted.
     prepareConfig: (config) => (config.signing_secret === undefined ? { ...config, signing_secret: generateWebhookSecret() } : config),
     check: async () => ({ health: 'healthy', latencyMs: 1 }),
     rotate: async (_ctx, input) => ({ signing_secret: input.config?.signing_secret ?? generateWebhookSecret() }),

@@ -1,5 +1,5 @@
 /**
- * `Idempotency-Key` on POST (contract section 1): the same key and body answer the stored first
+ * `Idempotency-Key` on POST (docs/api.md, The HTTP protocol): the same key and body answer the stored first
  * response; another body is 422 `idempotency_key_reused`; keys are at most 255 characters and
  * scoped per API key.
  */

@@ -1,5 +1,5 @@
 /**
- * The webhook source endpoint of contract section 11: `POST /v2/ingest/{connector_id}`,
+ * The webhook source endpoint (docs/api.md, Ingest: webhook sources): `POST /v2/ingest/{connector_id}`,
  * authenticated by the connector's signing secret (Standard Webhooks headers) instead of an API
  * key; 202 once the events are stored.
  */

@@ -1,5 +1,5 @@
 /**
- * Pipeline routes of contract section 6: create (draft or active), list with filters, get with
+ * Pipeline routes (docs/api.md, Pipelines and Runs): create (draft or active), list with filters, get with
  * last_run, update, delete, activate, pause, runs.
  */
 import { expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Protocol rules of contract sections 1-3 that hold on every route: content type (415), body
+ * Protocol rules that hold on every route (docs/api.md, The HTTP protocol, Errors and Lists): content type (415), body
  * limit (413), malformed JSON (400), request ids, unknown routes (404), wrong methods (405 with
  * Allow), query parameters and the `limit` rules.
  */

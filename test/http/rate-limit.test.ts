@@ -1,5 +1,5 @@
 /**
- * Rate limits (contract sections 2 and 10): a token bucket per API key, `RateLimit-Policy` and
+ * Rate limits (docs/api.md, The HTTP protocol): a token bucket per API key, `RateLimit-Policy` and
  * `RateLimit` on every response, 429 `rate_limited` with `Retry-After`; time is the engine's
  * virtual clock, so refills are driven by advancing it.
  */

@@ -1,5 +1,5 @@
 /**
- * Webhook subscription routes of contract section 8: CRUD, the secret (shown on create and by
+ * Webhook subscription routes (docs/api.md, Webhook delivery and Webhook secrets): CRUD, the secret (shown on create and by
  * GET .../secret only), rotate-secret, deliveries, redeliver and recover. Deliveries come from
  * the delivery worker, which this suite does not drive: rows are written into storage.
  */

@@ -63,7 +63,7 @@ async function rawBodyOf(req: Request, limit: number): Promise<Buffer | null> {
 
 /**
  * Express 5 middleware that lets through only webhook deliveries signed the Standard Webhooks way
- * (contract section 8), verified with `verifyWebhook` of `@ferry/core`. It reads the raw body
+ * (docs/api.md, Verifying webhook deliveries), verified with `verifyWebhook` of `@ferry/core`. It reads the raw body
  * itself, so mount it on the webhook route before any body parser. Then:
  *
  * - a missing, mis-signed or stale (default tolerance 300 s) request is answered 401

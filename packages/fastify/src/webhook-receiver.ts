@@ -43,7 +43,7 @@ function sendProblem(reply: FastifyReply, error: FerryError, extraHeaders: Recor
 
 /**
  * A Fastify 5 plugin that lets through only webhook deliveries signed the Standard Webhooks way
- * (contract section 8), verified with `verifyWebhook` of `@ferry/core`, on the routes declared
+ * (docs/api.md, Verifying webhook deliveries), verified with `verifyWebhook` of `@ferry/core`, on the routes declared
  * in its `routes` option. On those routes:
  *
  * - a missing, mis-signed or stale (default tolerance 300 s) request is answered 401

@@ -4,7 +4,7 @@ import { idempotencyRecords, type AuthContext } from '@ferry/core/internal';
 import { HttpProblem } from './problem.js';
 import type { HttpResponse } from './types.js';
 
-/** How long a key remembers its first answer (contract section 1). */
+/** How long a key remembers its first answer (docs/api.md, The HTTP protocol: idempotency). */
 const RETENTION_MS = 24 * 3600 * 1000;
 /** How long a first request may run before a retry may take its key over (it crashed). */
 const LOCK_MS = 5 * 60 * 1000;
@@ -38,7 +38,7 @@ export function requestHash(method: string, path: string, body: unknown): string
 }
 
 /**
- * Runs a POST under an `Idempotency-Key` (contract section 1, Stripe's rules): the first request
+ * Runs a POST under an `Idempotency-Key` (docs/api.md, The HTTP protocol; Stripe's rules): the first request
  * claims the key and its answer is stored; a retry with the same body gets that answer again
  * (with `Idempotent-Replayed: true`), one with another body 422 `idempotency_key_reused`, one
  * while the first is still running 409. Answers that say nothing was done (400s, 5xx) are not

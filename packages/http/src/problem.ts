@@ -25,7 +25,7 @@ export type ProblemCode = keyof typeof ERROR_STATUS | keyof typeof HTTP_ERROR_ST
 /** Every {@link ProblemCode}: the engine's, then the HTTP layer's. */
 const PROBLEM_CODES: readonly ProblemCode[] = [...ERROR_CODES, ...(Object.keys(HTTP_ERROR_STATUS) as (keyof typeof HTTP_ERROR_STATUS)[])];
 
-/** Schema of the problem+json body of contract section 2, for the OpenAPI document. */
+/** Schema of the problem+json body (docs/api.md, Errors), for the OpenAPI document. */
 export const ProblemSchema = Type.Object({
   type: Type.String({ examples: ['/problems/validation_failed'] }),
   title: Type.String(),
@@ -69,7 +69,7 @@ export class HttpProblem extends Error {
   }
 }
 
-/** The problem+json body of contract section 2. */
+/** The problem+json body of every error (docs/api.md, Errors). */
 export type ProblemBody = Static<typeof ProblemSchema>;
 
 /**

@@ -3,7 +3,7 @@ import { hasInvalidCharacter, MAX_LIMIT, pointerToken } from '@ferry/core/intern
 import { HttpProblem } from './problem.js';
 import type { QueryParam } from './route.js';
 
-/** Query parameters every listing takes (contract section 3). */
+/** Query parameters every listing takes (docs/api.md, Lists). */
 export const PAGE_QUERY: Record<string, QueryParam> = { limit: { kind: 'limit' }, cursor: { kind: 'cursor' } };
 
 /**

@@ -22,7 +22,7 @@ interface Bucket {
 }
 
 /**
- * Token buckets (contract section 10), one per key, refilled continuously at
+ * Token buckets (docs/api.md, The HTTP protocol: rate limits), one per key, refilled continuously at
  * `requests / perSeconds` per second. The state is per process: several servers behind a load
  * balancer each allow the full rate (docs/api.md says so).
  *

@@ -69,11 +69,11 @@ export interface RequestLog {
 
 /** Options of `createHttpApi`. */
 export interface HttpApiOptions {
-  /** Default per-key rate limit (contract section 10: 600 per 60 s). A key's own `rate_limit` wins. */
+  /** Default per-key rate limit (600 per 60 s; docs/api.md, The HTTP protocol). A key's own `rate_limit` wins. */
   rateLimit?: RateLimitSettings | false;
   /** Per-connector limit of the ingest endpoint (default 6000 per 60 s). */
   ingestRateLimit?: RateLimitSettings | false;
-  /** Largest accepted body in bytes (default 1 MiB, contract section 1). */
+  /** Largest accepted body in bytes (default 1 MiB; docs/api.md, The HTTP protocol). */
   bodyLimit?: number;
   /** Called after every answer, e.g. to log it or count it. Errors thrown here are ignored. */
   onRequest?: (entry: RequestLog) => void;

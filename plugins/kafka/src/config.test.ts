@@ -29,7 +29,7 @@ describe('kafka config', () => {
     expect(schemaErrors({ brokers, topic: 't', acks: 2 })).toContain('/acks');
   });
 
-  it('defaults as contract section 13 says', () => {
+  it('defaults as the README says', () => {
     const config = parse({ brokers, topic: 't' });
     expect([config.client_id, config.key, config.acks, config.compression, config.from_beginning, config.ssl]).toEqual(['ferry', 'event_id', -1, 'none', false, false]);
   });

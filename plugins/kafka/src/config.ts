@@ -16,8 +16,8 @@ const BROKER = '^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):
 const TOPIC = Type.String({ minLength: 1, maxLength: 249, pattern: '^[A-Za-z0-9._-]+$' });
 
 /**
- * The `kafka` connector's config (contract section 13: these keys are fixed; options may be
- * added, never renamed). What each direction needs is checked by {@link validateKafkaConfig}.
+ * The `kafka` connector's config, as its README's Config table describes it (docs/api.md,
+ * Connector types: these keys are fixed; options may be added, never renamed). What each direction needs is checked by {@link validateKafkaConfig}.
  */
 export const kafkaConfigSchema = Type.Object(
   {

@@ -23,14 +23,14 @@ export interface KafkaOptions {
 export type KafkaConnector = ConnectorDefinition<typeof kafkaConfigSchema>;
 
 /**
- * The `kafka` connector type (contract section 13), on kafkajs. As a destination it produces
+ * The `kafka` connector type (its README describes the config), on kafkajs. As a destination it produces
  * each event as a JSON message keyed by its id (or a payload field), with `ferry-id` and
  * `ferry-type` headers; as a source it consumes topics in a consumer group, one message one
  * event, and commits the group's offsets only after the engine committed the batch.
  *
  * @example
  * ```ts
- * const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [kafka()] });
+ * const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [kafka()] });
  * ```
  */
 export function kafka(options: KafkaOptions = {}): KafkaConnector {

@@ -54,7 +54,7 @@ const converters = new Map<number, ColumnConverter>();
 
 /**
  * The converter of a column type, by OID: how a value of that type travels in a payload
- * (contract: data moves exactly). The server's text output is the input, with the session
+ * (docs/concepts.md, Data moves exactly). The server's text output is the input, with the session
  * settings the plugin sets on every connection (`DateStyle=ISO`, `TimeZone=UTC`,
  * `IntervalStyle=postgres`, `bytea_output=hex`):
  *

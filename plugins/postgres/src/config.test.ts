@@ -9,7 +9,7 @@ const conn = { host: 'db', database: 'app', user: 'ferry' } satisfies PostgresCo
 const pointers = (config: PostgresConfig, direction: 'source' | 'destination') => validatePostgresConfig(config, direction).map((p) => `${p.pointer} ${p.code}`);
 
 describe('postgres config', () => {
-  it('marks the credentials secret and applies the contract defaults', () => {
+  it('marks the credentials secret and applies the documented defaults', () => {
     const props = postgresConfigSchema.properties as Record<string, Record<string, unknown>>;
     for (const field of ['connection_string', 'password', 'admin_connection_string']) expect(props[field]!['x-ferry-secret']).toBe(true);
     expect(props.host!['x-ferry-secret']).toBeUndefined();

@@ -24,8 +24,8 @@ export const SLOT_NAME = /^[a-z0-9_]{1,63}$/;
 export const RESERVED_COLUMNS = ['id', 'type', 'occurred_at'] as const;
 
 /**
- * The `postgres` connector's config (contract section 13: these keys are fixed; options may be
- * added, never renamed). Which fields a direction needs is checked by
+ * The `postgres` connector's config, as its README's Config table describes it (docs/api.md,
+ * Connector types: these keys are fixed; options may be added, never renamed). Which fields a direction needs is checked by
  * {@link validatePostgresConfig}, since the schema is shared by both directions.
  */
 export const postgresConfigSchema = Type.Object(

@@ -29,7 +29,7 @@ export interface PostgresOptions {
 export type PostgresConnector = ConnectorDefinition<typeof postgresConfigSchema>;
 
 /**
- * The `postgres` connector type (contract section 13). As a source it reads a table or a query
+ * The `postgres` connector type (its README describes the config). As a source it reads a table or a query
  * incrementally by a unique, monotonic `cursor_column`; as a destination it COPYs batches, and
  * writes a batch COPY refuses with `INSERT ... ON CONFLICT ("id") DO NOTHING` (then row by row),
  * so a re-delivered batch adds no duplicates and a bad row is rejected alone. `check` proves the
@@ -37,7 +37,7 @@ export type PostgresConnector = ConnectorDefinition<typeof postgresConfigSchema>
  *
  * @example
  * ```ts
- * const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [postgres()] });
+ * const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [postgres()] });
  * ```
  */
 export function postgres(options: PostgresOptions = {}): PostgresConnector {

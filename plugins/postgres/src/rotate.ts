@@ -51,7 +51,7 @@ export function withPassword(connectionString: string, password: string): string
 }
 
 /**
- * Rotation (contract section 5.1). Supplied credentials are tried before they are accepted.
+ * Rotation (docs/api.md, Connector rotation). Supplied credentials are tried before they are accepted.
  * Without any, a new password is set with `ALTER ROLE` through `admin_connection_string`.
  */
 export async function rotatePostgres(config: PostgresConfig, input: RotateInput<PostgresConfig>, connectTimeoutMs: number, outbound: ConnectorOutbound): Promise<RotatedFields> {

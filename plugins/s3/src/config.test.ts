@@ -9,7 +9,7 @@ const base: S3Config = { bucket: 'my-bucket' };
 const awsError = (name: string, status?: number) => Object.assign(new Error(`${name} happened`), { name, $metadata: { httpStatusCode: status } });
 
 describe('s3 config', () => {
-  it('takes the contract\'s keys and refuses bad bucket names and unknown keys', () => {
+  it('takes the documented keys and refuses bad bucket names and unknown keys', () => {
     const full = Value.Default(s3ConfigSchema, { bucket: 'events-1', prefix: 'p/', region: 'eu-west-1', endpoint: 'https://s3.example.com', force_path_style: true, access_key_id: 'AKID', secret_access_key: 's', session_token: 't', role_arn: 'arn:aws:iam::123456789012:role/writer', external_id: 'ext-1', format: 'json', compression: 'gzip', checksums: 'when_required', max_batch_bytes: 1_048_576 });
     expect(Value.Check(s3ConfigSchema, full)).toBe(true);
     expect(Value.Check(s3ConfigSchema, { bucket: 'Upper_Case' })).toBe(false);

@@ -3,14 +3,14 @@ import { Type, type Static } from '@sinclair/typebox';
 
 /** Default region: the SDK needs one even when the endpoint is not AWS. */
 export const DEFAULT_REGION = 'us-east-1';
-/** Default largest object a destination writes, in bytes (contract section 13: 8 MiB). */
+/** Default largest object a destination writes, in bytes (8 MiB, as the README says). */
 export const DEFAULT_MAX_BATCH_BYTES = 8 * 1024 * 1024;
 /** Smallest part S3 accepts in a multipart upload, and so the smallest `max_batch_bytes` worth splitting at. */
 export const MIN_PART_BYTES = 5 * 1024 * 1024;
 
 /**
- * The `s3` connector's config (contract section 13: these keys are fixed; options may be added,
- * never renamed). What each direction needs is checked by {@link validateS3Config}.
+ * The `s3` connector's config, as its README's Config table describes it (docs/api.md, Connector
+ * types: these keys are fixed; options may be added, never renamed). What each direction needs is checked by {@link validateS3Config}.
  */
 export const s3ConfigSchema = Type.Object(
   {
@@ -19,8 +19,8 @@ export const s3ConfigSchema = Type.Object(
     region: Type.Optional(Type.String({ minLength: 1, maxLength: 50, default: DEFAULT_REGION })),
     endpoint: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'An S3-compatible store: `https://host[:port]`.' })),
     force_path_style: Type.Optional(Type.Boolean({ default: false, description: '`host/bucket/key` instead of `bucket.host/key`, as most S3-compatible stores need.' })),
-    // Secret too (contract 13 reads "access_key_id and secret_access_key (secret)"): a rotation
-    // replaces the pair, and only secret fields may be rotated.
+    // Secret too, like secret_access_key: a rotation replaces the pair, and only secret fields
+    // may be rotated.
     access_key_id: Type.Optional(Secret(Type.String({ minLength: 1, maxLength: 128 }))),
     secret_access_key: Type.Optional(Secret(Type.String({ minLength: 1, maxLength: 256 }))),
     session_token: Type.Optional(Secret(Type.String({ minLength: 1, maxLength: 4096 }))),

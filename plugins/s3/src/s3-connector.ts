@@ -23,14 +23,14 @@ export type S3Connector = ConnectorDefinition<typeof s3ConfigSchema>;
 const ROTATABLE = ['access_key_id', 'secret_access_key', 'session_token'] as const;
 
 /**
- * The `s3` connector type (contract section 13), on the AWS SDK v3. As a destination it writes
+ * The `s3` connector type (its README describes the config), on the AWS SDK v3. As a destination it writes
  * each batch as JSON Lines (or JSON array) objects under `prefix` + `yyyy/mm/dd/`, named by the
  * pipeline and the batch's first and last event ids, so a re-delivered batch overwrites itself;
  * as a source it reads the objects under `prefix` in key order, resuming mid-object.
  *
  * @example
  * ```ts
- * const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [s3()] });
+ * const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [s3()] });
  * ```
  */
 export function s3(options: S3Options = {}): S3Connector {

@@ -237,7 +237,7 @@ describe('s3 source', () => {
     await put(c, 'events/a2.jsonl', lines(5));
     const two = await source.read(one.checkpoint, 3, never);
     expect(ns(two)).toEqual([5, 6, 7]);
-    // c is fetched ahead after b; c rewritten meanwhile (which the contract forbids) is read as it is now.
+    // c is fetched ahead after b; c rewritten meanwhile (which the source's rules forbid: objects do not change once written) is read as it is now.
     answered.length = 0;
     const three = await source.read(two.checkpoint, 3, never);
     expect(ns(three)).toEqual([10, 11, 12]);

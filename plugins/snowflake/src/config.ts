@@ -2,15 +2,15 @@ import { Secret, type ConnectorDirection, type ConnectorOutbound } from '@ferry/
 import { Type, type Static } from '@sinclair/typebox';
 import { isIdentifier, parseObjectName } from './identifiers.js';
 
-/** Default most rows a source reads per batch (contract section 13). */
+/** Default most rows a source reads per batch (the README's `batch_size`). */
 export const DEFAULT_SOURCE_BATCH_SIZE = 1000;
 
-/** The columns a destination writes, in this order (contract section 13). */
+/** The columns a destination writes, in this order (the README's destination layout). */
 export const DESTINATION_COLUMNS = ['ID', 'TYPE', 'OCCURRED_AT', 'PAYLOAD'] as const;
 
 /**
- * The `snowflake` connector's config (contract section 13: these keys are fixed; options may be
- * added, never renamed). Which fields a direction needs is checked by
+ * The `snowflake` connector's config, as its README's Config table describes it (docs/api.md,
+ * Connector types: these keys are fixed; options may be added, never renamed). Which fields a direction needs is checked by
  * {@link validateSnowflakeConfig}, since the schema is shared by both directions.
  */
 export const snowflakeConfigSchema = Type.Object(

@@ -43,14 +43,14 @@ export type SnowflakeConnector = ConnectorDefinition<typeof snowflakeConfigSchem
 type RotatedFields = Pick<SnowflakeConfig, 'password' | 'private_key' | 'private_key_passphrase'>;
 
 /**
- * The `snowflake` connector type (contract section 13). As a destination it MERGEs batches on
+ * The `snowflake` connector type (its README describes the config). As a destination it MERGEs batches on
  * `ID` into a table of `ID, TYPE, OCCURRED_AT, PAYLOAD VARIANT` (a re-delivered batch adds
  * nothing), or, in `insert` mode, loads them with array-bound INSERTs; as a source it reads a
  * table or a query incrementally by a cursor column. Logs in by password or key pair.
  *
  * @example
  * ```ts
- * const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [snowflake()] });
+ * const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [snowflake()] });
  * ```
  */
 export function snowflake(options: SnowflakeOptions = {}): SnowflakeConnector {
@@ -102,7 +102,7 @@ export function snowflake(options: SnowflakeOptions = {}): SnowflakeConnector {
     },
 
     /**
-     * Rotation (contract section 5.1): the supplied credentials of the connector's own login
+     * Rotation (docs/api.md, Connector rotation): the supplied credentials of the connector's own login
      * method (a new password, or a new private_key with its passphrase) are tried by logging in
      * with them before they are accepted. Snowflake cannot hand out credentials by itself here.
      */

@@ -135,7 +135,7 @@ function toRecord(row: Record<string, unknown>, settings: SourceSettings, kinds:
   const record: SourceRecord = { position, type, payload };
   if (settings.occurredAtColumn !== undefined) {
     const when = row[resultKey(row, settings.occurredAtColumn)];
-    // Omitted when null or unusable: the engine then uses the read time (contract section 13).
+    // Omitted when null or unusable: the engine then uses the read time (SourceRecord.occurredAt).
     if (when instanceof Date && !Number.isNaN(when.getTime())) record.occurredAt = when;
     else if (typeof when === 'string' && when !== '') record.occurredAt = when;
   }

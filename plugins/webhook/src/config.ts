@@ -16,13 +16,13 @@ export const MAX_CONCURRENCY = 32;
 /** Default time a request may take, in milliseconds. */
 export const DEFAULT_TIMEOUT_MS = 15_000;
 /**
- * The most of a response body the plugin reads (contract section 8), set on its outbound client;
+ * The most of a response body the plugin reads (4 KiB, as for webhook deliveries), set on its outbound client;
  * the rest is discarded and the connection closed.
  */
 export const MAX_RESPONSE_BYTES = 4096;
 
 /**
- * The `webhook` connector's config (contract section 13). `headers` is one secret as a whole: the
+ * The `webhook` connector's config (its README's Config table). `headers` is one secret as a whole: the
  * core cannot seal a secret nested inside a record, but it seals an object-valued secret field.
  */
 export const webhookConfigSchema = Type.Object(

@@ -25,7 +25,7 @@ const landedAt = (config: JsonObject) => {
     const body = JSON.parse(request.body) as { id: string } | { events: { id: string }[] };
     for (const event of 'events' in body ? body.events : [body]) ids.add(event.id);
   }
-  // A receiver keeps one copy per event id (it dedupes on it, as the contract asks).
+  // A receiver keeps one copy per event id (it dedupes on it, as docs/api.md asks of receivers).
   return [...ids].map((id) => ({ id }));
 };
 

@@ -23,7 +23,7 @@ export function batchId(eventIds: readonly string[]): string {
   return 'bat_' + createHash('sha256').update(eventIds.join('\n')).digest('hex').slice(0, 26);
 }
 
-/** The wire form of one event (contract section 13). */
+/** The wire form of one event (the README's `batch_size`: `{ id, type, occurred_at, payload }`). */
 function wire(event: DestinationEvent) {
   return { id: event.id, type: event.type, occurred_at: event.occurredAt, payload: event.payload };
 }

@@ -33,7 +33,7 @@ export interface WebhookOptions {
   lookup?: NonNullable<ConstructorParameters<typeof OutboundClient>[0]>['lookup'];
 }
 
-/** The `webhook` connector definition, with the create-time hook the core is about to call. */
+/** The `webhook` connector definition, with its `prepareConfig` typed for this config. */
 export type WebhookConnector = ConnectorDefinition<typeof webhookConfigSchema> & {
   /**
    * Completes a config before it is stored on create: generates `signing_secret` when it is
@@ -43,14 +43,14 @@ export type WebhookConnector = ConnectorDefinition<typeof webhookConfigSchema> &
 };
 
 /**
- * The `webhook` connector type (contract sections 11 and 13). As a destination it POSTs event
+ * The `webhook` connector type (its README describes the config). As a destination it POSTs event
  * batches to `url`, signed with the connector's `signing_secret` the Standard Webhooks way. As a
  * source, events arrive at the core's ingest endpoint (`POST /v2/ingest/{connector_id}`), which
  * stores them in the connector's inbox before its 202; the pipeline reads them from there.
  *
  * @example
  * ```ts
- * const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [webhook()] });
+ * const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [webhook()] });
  * ```
  */
 export function webhook(options: WebhookOptions = {}): WebhookConnector {

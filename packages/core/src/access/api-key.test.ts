@@ -182,7 +182,7 @@ describe('hashApiKeySecret / verifyApiKeySecret', () => {
 });
 
 describe('scopes', () => {
-  it('lists the contract scopes and recognises them', () => {
+  it('lists the documented scopes and recognises them', () => {
     expect([...API_KEY_SCOPES].sort()).toEqual(
       [
         'connectors:read',

@@ -2,7 +2,7 @@ import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 /**
- * Every scope an API key can hold (contract section 4): per-resource `read` / `write`, the two
+ * Every scope an API key can hold (docs/api.md, API keys): per-resource `read` / `write`, the two
  * special actions `connectors:rotate` and `events:replay`, and the shorthands `read` and `write`.
  * See {@link scopeAllows} for what each one grants.
  */

@@ -7,7 +7,7 @@ import { isUniqueViolation, type ApiKeyRow } from '../storage/index.js';
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 /**
- * API keys (contract section 4): `fry_<key id>_<secret><checksum>`. Only the key id, the
+ * API keys (docs/api.md, API keys): `fry_<key id>_<secret><checksum>`. Only the key id, the
  * SHA-256 of the secret and the last 4 characters are stored; verification is constant-time and
  * a bad checksum is refused before any storage lookup.
  */

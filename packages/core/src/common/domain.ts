@@ -7,7 +7,7 @@ import type { PageOf, PlatformEventOf, resourceSchemas } from './shapes.js';
 // The records and inputs are the `Static` types of their schemas (shapes.ts, schemas.ts): each
 // field is declared once, for the services, the HTTP layer and its OpenAPI document alike.
 
-/** One page of a cursor-paginated listing (contract section 3). */
+/** One page of a cursor-paginated listing (docs/api.md, Lists). */
 export type Page<T> = Static<PageOf<T>>;
 
 /** Paging input of every listing. */
@@ -33,7 +33,7 @@ export type UpdateConnectorInput = Static<typeof inputSchemas.updateConnector>;
 /** Input of `connectors.rotate`. */
 export type RotateConnectorInput = Static<typeof inputSchemas.rotateConnector>;
 
-/** What a completed rotation answers (contract section 5.1). */
+/** What a completed rotation answers (docs/api.md, Connector rotation). */
 export type ConnectorRotationResult = Static<typeof resourceSchemas.ConnectorRotation>;
 
 /** A webhook source connector's signing secret, which senders sign with. */

@@ -23,21 +23,21 @@ export type ConnectorDirection = (typeof CONNECTOR_DIRECTIONS)[number];
 /** Schema of a {@link ConnectorDirection}. */
 export const ConnectorDirectionSchema = literalUnion(CONNECTOR_DIRECTIONS);
 
-/** Connector health (contract section 5). */
+/** Connector health (docs/api.md, Connectors). */
 export const CONNECTOR_HEALTHS = ['healthy', 'degraded', 'down'] as const;
 /** One of {@link CONNECTOR_HEALTHS}. */
 export type ConnectorHealth = (typeof CONNECTOR_HEALTHS)[number];
 /** Schema of a {@link ConnectorHealth}. */
 export const ConnectorHealthSchema = literalUnion(CONNECTOR_HEALTHS);
 
-/** Pipeline states (contract section 6). */
+/** Pipeline states (docs/api.md, Pipelines). */
 export const PIPELINE_STATES = ['draft', 'active', 'paused', 'deleting'] as const;
 /** One of {@link PIPELINE_STATES}. */
 export type PipelineState = (typeof PIPELINE_STATES)[number];
 /** Schema of a {@link PipelineState}. */
 export const PipelineStateSchema = literalUnion(PIPELINE_STATES);
 
-/** Run statuses (contract section 6). */
+/** Run statuses (docs/api.md, Runs). */
 export const RUN_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
 /** One of {@link RUN_STATUSES}. */
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -51,21 +51,21 @@ export type RunTrigger = (typeof RUN_TRIGGERS)[number];
 /** Schema of a {@link RunTrigger}. */
 export const RunTriggerSchema = literalUnion(RUN_TRIGGERS);
 
-/** Statuses of a data event (contract section 7). */
+/** Statuses of a data event (docs/api.md, Events). */
 export const EVENT_STATUSES = ['delivered', 'filtered', 'dead_lettered', 'replaying'] as const;
 /** One of {@link EVENT_STATUSES}. */
 export type EventStatus = (typeof EVENT_STATUSES)[number];
 /** Schema of an {@link EventStatus}. */
 export const EventStatusSchema = literalUnion(EVENT_STATUSES);
 
-/** Delivery statuses (contract section 8). */
+/** Delivery statuses (docs/api.md, Webhook delivery). */
 export const DELIVERY_STATUSES = ['pending', 'retrying', 'delivered', 'failed'] as const;
 /** One of {@link DELIVERY_STATUSES}. */
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 /** Schema of a {@link DeliveryStatus}. */
 export const DeliveryStatusSchema = literalUnion(DELIVERY_STATUSES);
 
-/** The platform event types of contract section 9. */
+/** The platform event types (docs/api.md, Platform events). */
 export const PLATFORM_EVENT_TYPES = [
   'pipeline.created',
   'pipeline.activated',

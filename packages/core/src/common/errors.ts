@@ -3,7 +3,7 @@ import type { resourceSchemas } from './shapes.js';
 
 /**
  * Every error code the engine can produce, with the HTTP status the /v2 API answers for it
- * (contract section 2). The code is the stable part clients branch on; messages may change.
+ * (docs/api.md, Errors). The code is the stable part clients branch on; messages may change.
  */
 export const ERROR_STATUS = {
   validation_failed: 400,
@@ -37,7 +37,7 @@ export const ERROR_STATUS = {
   unavailable: 503,
 } as const;
 
-/** A stable, snake_case error code (contract section 2). */
+/** A stable, snake_case error code (docs/api.md, Errors). */
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
 /** Every {@link ErrorCode}, in the order of {@link ERROR_STATUS}: the enum of a problem's `code`. */
@@ -59,7 +59,7 @@ export interface FerryErrorOptions {
 }
 
 /**
- * The one error class of @ferry/core. Services throw it for every rule of the contract, so an
+ * The one error class of @ferry/core. Services throw it for every rule of the API, so an
  * embedder can branch on `code` exactly as an HTTP client branches on the problem+json `code`.
  */
 export class FerryError extends Error {

@@ -10,7 +10,7 @@ function fixedClock(t: number): Clock & { t: number } {
 const T0 = Date.UTC(2026, 10, 22, 10, 0, 0);
 
 describe('IdGenerator', () => {
-  it('uses the contract prefixes', () => {
+  it('uses the documented prefixes', () => {
     expect(ID_PREFIXES).toMatchObject({
       connector: 'con',
       pipeline: 'pip',

@@ -2,7 +2,7 @@ import { randomFillSync } from 'node:crypto';
 import { encodeTime, monotonicFactory } from 'ulid';
 import type { Clock } from './clock.js';
 
-/** The id prefixes of contract section 1, by resource. */
+/** The id prefixes, by resource (docs/api.md, Ids and timestamps). */
 export const ID_PREFIXES = {
   connector: 'con',
   pipeline: 'pip',

@@ -4,7 +4,7 @@ import type { Page, PageParams } from './domain.js';
 import { FerryError, validationError } from './errors.js';
 import type { KeysetResult } from '../storage/index.js';
 
-/** Default page size (contract section 3). */
+/** Default page size (docs/api.md, Lists). */
 export const DEFAULT_LIMIT = 50;
 /** Largest page size; larger requests are lowered to it. */
 export const MAX_LIMIT = 100;
@@ -46,7 +46,7 @@ function canonical(value: unknown): string {
 const b64 = (buf: Buffer) => buf.toString('base64url');
 
 /**
- * Opaque, signed keyset cursors (contract section 3): the position in the listing, a hash of
+ * Opaque, signed keyset cursors (docs/api.md, Lists): the position in the listing, a hash of
  * the scope (listing, workspace, filters) and an expiry, under an HMAC. A cursor that was
  * tampered with, has expired, or is presented with other filters or in another workspace is a
  * 400 `invalid_cursor`; the workspace and filters are hashed, never readable from the cursor.

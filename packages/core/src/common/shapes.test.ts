@@ -23,7 +23,7 @@ describe('enumerations', () => {
 });
 
 describe('resource schemas', () => {
-  it('describe the records with the contract id patterns', () => {
+  it('describe the records with the documented id patterns', () => {
     expect(json(resourceSchemas.Pipeline)).toMatchObject({
       properties: { id: { pattern: idPattern('pipeline') }, state: { anyOf: PIPELINE_STATES.map((s) => ({ const: s })) } },
     });

@@ -18,7 +18,7 @@ interface RotationState {
 const ROTATION_STALE_MS = 15 * 60 * 1000;
 
 /**
- * Rotates a connector's credentials (contract section 5.1): marks it rotating (a second rotation
+ * Rotates a connector's credentials (docs/api.md, Connector rotation): marks it rotating (a second rotation
  * meanwhile is `rotation_in_progress`), pauses every active pipeline that uses it once their
  * in-flight batches finish, swaps in the new secret fields (`input.config`, or what the plugin's
  * `rotate` generates), checks the connection with them, and resumes exactly the pipelines it

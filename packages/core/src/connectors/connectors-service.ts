@@ -11,7 +11,7 @@ const CHECK_TIMEOUT_MS = 10_000;
 
 /**
  * Connectors: CRUD with the direction rules, secret fields encrypted at rest and redacted on
- * the way out, and live checks through the plugin (contract section 5).
+ * the way out, and live checks through the plugin (docs/api.md, Connectors).
  */
 export class ConnectorsService {
   constructor(

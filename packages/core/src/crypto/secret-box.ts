@@ -53,7 +53,7 @@ export function generateSecretKey(): string {
 }
 
 /**
- * Envelope encryption of connector secrets at rest (contract section 5), AES-256-GCM throughout.
+ * Envelope encryption of connector secrets at rest (docs/concepts.md, Secrets at rest), AES-256-GCM throughout.
  *
  * Each value gets its own random data-encryption key (DEK), which is itself encrypted under the
  * engine's key-encryption key (KEK). A fresh DEK per value keeps the random-IV GCM limits per key

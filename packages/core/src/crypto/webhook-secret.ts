@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
 /**
- * Prefix of subscription signing secrets (contract section 8). It follows Standard Webhooks, so
+ * Prefix of subscription signing secrets (docs/api.md, Webhook secrets). It follows Standard Webhooks, so
  * receivers can hand the secret unchanged to off-the-shelf verification libraries.
  */
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';

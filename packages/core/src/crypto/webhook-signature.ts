@@ -34,7 +34,7 @@ export function signWebhook(message: WebhookMessage, secrets: readonly string[])
 
 /**
  * Every header a signed delivery carries: the Standard Webhooks three and `x-service-signature`
- * with the same value as `webhook-signature` (contract section 8).
+ * with the same value as `webhook-signature` (docs/api.md, Verifying webhook deliveries).
  */
 export function webhookHeaders(message: WebhookMessage, secrets: readonly string[]): Record<string, string> {
   const signature = signWebhook(message, secrets);
@@ -99,7 +99,7 @@ function signatureBytes(text: string): Buffer | null {
 }
 
 /**
- * Verifies a received webhook (Standard Webhooks, contract section 8): the `webhook-id`,
+ * Verifies a received webhook (Standard Webhooks; docs/api.md, Verifying webhook deliveries): the `webhook-id`,
  * `webhook-timestamp` and `webhook-signature` headers (`x-service-signature` is accepted in place
  * of the last), a timestamp within the tolerance either way, and at least one `v1,` signature
  * matching one of `secrets`, compared in constant time. Pass the body exactly as received: a

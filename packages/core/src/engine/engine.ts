@@ -45,7 +45,7 @@ export function idempotencyRecords(engine: Engine): IdempotencyService {
 
 /** Options of {@link createEngine}. */
 export interface EngineOptions {
-  /** Where state lives: `sqlite({ filename })` or `postgres({ connectionString })`. */
+  /** Where state lives: `sqliteStorage({ filename })` or `postgresStorage({ connectionString })`. */
   storage: StorageConfig;
   /** Connector and transform plugins, registered explicitly. */
   plugins?: readonly FerryPlugin[];
@@ -88,7 +88,7 @@ export interface EngineOptions {
   /**
    * Tuning of webhook delivery (retry schedule, timeout, concurrency, leases), or `false` for an
    * engine that sends no deliveries (another instance on the same Postgres does). Default: on,
-   * with the schedule of contract section 8.
+   * with the schedule of docs/api.md, Webhook delivery.
    */
   webhookDelivery?: DeliveryOptionsInput | false;
 }
@@ -378,7 +378,7 @@ export class Engine {
  *
  * @example
  * ```ts
- * const engine = await createEngine({ storage: sqlite({ filename: 'ferry.db' }), secretKey: process.env.FERRY_SECRET_KEY });
+ * const engine = await createEngine({ storage: sqliteStorage({ filename: 'ferry.db' }), secretKey: process.env.FERRY_SECRET_KEY });
  * await engine.start();
  * const connector = await engine.connectors.create('default', { type: 'postgres', direction: 'source', config: { ... } });
  * await engine.stop();

@@ -4,7 +4,7 @@ import type { EventRow } from '../storage/index.js';
 import { requestReplay } from './dead-letters.js';
 
 /**
- * The per-pipeline event log (contract section 7): listing, and replay of dead-lettered events,
+ * The per-pipeline event log (docs/api.md, Events): listing, and replay of dead-lettered events,
  * one or in bulk. The runtime performs the replay; this service records the request.
  */
 export class EventsService {

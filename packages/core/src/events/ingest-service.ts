@@ -6,7 +6,7 @@ import type { JsonObject } from '../plugin-api/index.js';
 import type { ConnectorRow } from '../storage/index.js';
 import { openConnector } from '../connectors/index.js';
 
-/** Most events one ingest request may carry (contract section 11). */
+/** Most events one ingest request may carry (docs/api.md, Ingest: webhook sources). */
 export const MAX_INGEST_EVENTS = 1000;
 
 const IngestEvent = Type.Object(
@@ -51,7 +51,7 @@ interface OpenedSecret {
 }
 
 /**
- * The webhook source endpoint (contract section 11): events POSTed to a `webhook` connector,
+ * The webhook source endpoint (docs/api.md, Ingest: webhook sources): events POSTed to a `webhook` connector,
  * authenticated by its signing secret, stored durably in the inbox before the answer; the
  * pipeline reads them from there. A sender's retry (same `webhook-id`) is stored once.
  */

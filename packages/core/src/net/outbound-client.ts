@@ -6,7 +6,7 @@ import type { Agent, buildConnector as BuildConnector } from 'undici';
 import { systemClock, type Clock } from '../common/index.js';
 import { isBlockedAddress, isHostAllowed, isLocalhostName, policyHost, urlRefusal } from './outbound-policy.js';
 
-/** The most of a response body an {@link OutboundClient} reads by default (contract section 8: 4 KiB). */
+/** The most of a response body an {@link OutboundClient} reads by default (4 KiB, as docs/api.md, Webhook delivery, says). */
 export const DEFAULT_MAX_RESPONSE_BYTES = 4096;
 /** Default socket connect timeout of an {@link OutboundClient}, in real milliseconds. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
@@ -90,7 +90,7 @@ class OutboundBlockedError extends Error {
 
 /**
  * The one HTTP client for everything the engine calls out to (webhook deliveries, connector
- * plugins). It enforces the outbound policy of contract section 8 on every request, whatever
+ * plugins). It enforces the outbound policy (docs/operations.md, Outbound policy) on every request, whatever
  * the URL passed earlier checks:
  *
  * - https only, http only for allowed hosts; no user info in the URL; no literal address in a

@@ -12,7 +12,7 @@ export type DeletePipelineResult = { status: 'deleted' } | { status: 'deleting';
 /**
  * Pipelines: CRUD, names unique per workspace, the references and direction rules, schedule and
  * transform validation, and the state machine draft -> active <-> paused, deleting
- * (contract section 6).
+ * (docs/api.md, Pipelines; docs/concepts.md, States and transitions).
  */
 export class PipelinesService {
   constructor(

@@ -2,7 +2,7 @@ import type { TObject, TSchema } from '@sinclair/typebox';
 import type { AnyConnectorDefinition, ConnectorDefinition, FerryPlugin, TransformDefinition } from './types.js';
 
 /**
- * Declares a connector type. Returns its argument unchanged; its purpose is inference: the
+ * Declares a connector type. Returns a frozen copy of its argument; its purpose is inference: the
  * config type of every context is derived from `configSchema`, with no casts.
  *
  * @example
@@ -10,7 +10,7 @@ import type { AnyConnectorDefinition, ConnectorDefinition, FerryPlugin, Transfor
  * export const echo = () => defineConnector({
  *   type: 'echo', version: '1.0.0', directions: ['destination'],
  *   configSchema: Type.Object({ token: Secret(Type.String()) }),
- *   destination: (ctx) => ({ write: async (events) => events.map(() => ({ ok: true })) }),
+ *   destination: (ctx) => ({ write: async (events) => events.map(() => ({ ok: true as const })) }),
  * });
  * ```
  */

@@ -1,5 +1,5 @@
 /**
- * The plugin API: connector and transform contracts, their definition helpers, the registry,
+ * The plugin API: connector and transform interfaces, their definition helpers, the registry,
  * secret fields, connector errors.
  */
 export { joinSecrets, mergeConfig, scrub, secretPaths, secretStrings, splitSecrets, type ConfigPath, type SplitConfig } from './config-secrets.js';

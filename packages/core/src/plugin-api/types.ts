@@ -146,8 +146,8 @@ export interface ConnectorContext<TConfig> {
 }
 
 /**
- * Events the engine received for a connector on `POST /v2/ingest/{connector_id}` (contract
- * section 11), stored durably before the sender got its 202. A source whose events are pushed to
+ * Events the engine received for a connector on `POST /v2/ingest/{connector_id}` (docs/api.md,
+ * Ingest: webhook sources), stored durably before the sender got its 202. A source whose events are pushed to
  * the engine over HTTP reads them from here, in arrival order.
  */
 export interface ConnectorInbox {
@@ -172,7 +172,7 @@ export interface PipelineConnectorContext<TConfig> extends ConnectorContext<TCon
   readonly reportLag?: (bytes: number) => void;
 }
 
-/** Input of a credential rotation (contract section 5.1). */
+/** Input of a credential rotation (docs/api.md, Connector rotation). */
 export interface RotateInput<TConfig> {
   /** New secret fields supplied by the caller; absent when the plugin must generate them. */
   config?: Partial<TConfig>;

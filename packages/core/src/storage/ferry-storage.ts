@@ -141,7 +141,7 @@ export class FerryStorage {
  *
  * @example
  * ```ts
- * const storage = await openStorage(sqlite({ filename: ':memory:' }));
+ * const storage = await openStorage(sqliteStorage({ filename: ':memory:' }));
  * await storage.repos.workspaces.ensure('default', new Date().toISOString());
  * await storage.close();
  * ```

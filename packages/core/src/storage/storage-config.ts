@@ -239,7 +239,7 @@ function immediateSqliteClient(wait: SqliteLockWait): unknown {
  *
  * @example
  * ```ts
- * const engine = await createEngine({ storage: sqlite({ filename: 'ferry.db' }), secretKey });
+ * const engine = await createEngine({ storage: sqliteStorage({ filename: 'ferry.db' }), secretKey });
  * ```
  */
 export function sqliteStorage(options: SqliteOptions): StorageConfig {
@@ -290,7 +290,7 @@ export function sqliteStorage(options: SqliteOptions): StorageConfig {
  *
  * @example
  * ```ts
- * const engine = await createEngine({ storage: postgres({ connectionString: process.env.DATABASE_URL! }), secretKey });
+ * const engine = await createEngine({ storage: postgresStorage({ connectionString: process.env.DATABASE_URL! }), secretKey });
  * ```
  */
 export function postgresStorage(options: PostgresOptions): StorageConfig {

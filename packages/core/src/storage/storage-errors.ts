@@ -41,7 +41,7 @@ export function isStorageUnavailable(error: unknown): boolean {
 }
 
 /**
- * Turns a storage outage into the `unavailable` error of the contract (503 with `Retry-After`),
+ * Turns a storage outage into the `unavailable` error (503 with `Retry-After`; docs/api.md, Errors),
  * keeping the driver's error as `cause` for the log; any other error is returned unchanged. The
  * driver's message is not reused: it can name hosts, users and SQL.
  */

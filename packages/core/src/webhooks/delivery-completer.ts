@@ -56,7 +56,7 @@ function groupByToken(held: readonly Held[]): Map<string, string[]> {
 }
 
 /**
- * Records the outcomes of attempts (contract section 8): each attempt's row, the delivery's next
+ * Records the outcomes of attempts (docs/api.md, Webhook delivery): each attempt's row, the delivery's next
  * state, and the subscription's failure streak, committed before the delivery leaves the
  * engine's hands. Outcomes that arrive together are committed together (one statement on
  * Postgres, one transaction on SQLite), so the storage write rate does not cap the send rate. A

@@ -1,6 +1,6 @@
 import { FerryError } from '../common/index.js';
 
-/** Tuning of webhook delivery. Every field has a default that follows contract section 8. */
+/** Tuning of webhook delivery. Every field has a default that follows docs/api.md, Webhook delivery. */
 export interface DeliveryOptions {
   /** Send deliveries from this engine. `false` leaves it to other engines on the same storage. Default true. */
   enabled: boolean;

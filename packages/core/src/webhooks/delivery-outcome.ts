@@ -17,7 +17,7 @@ export interface AttemptVerdict {
 }
 
 /**
- * What an attempt's result means for the delivery (contract section 8): a 2xx delivers it; a 410
+ * What an attempt's result means for the delivery (docs/api.md, Webhook delivery): a 2xx delivers it; a 410
  * fails it and disables the subscription; anything else is retried on the schedule (honouring a
  * 429's or 503's `Retry-After`) until the retry window is over, then fails it.
  *

@@ -21,7 +21,7 @@ function walk(random: () => number): number[] {
 }
 
 describe('nextAttemptAt', () => {
-  it('follows the contract schedule: 8 attempts, each within +/-10 % of its offset, the last at 24 h', () => {
+  it('follows the documented schedule: 8 attempts, each within +/-10 % of its offset, the last at 24 h', () => {
     for (const r of [0, 0.5, 0.999999]) {
       const times = walk(() => r);
       expect(times).toHaveLength(8);

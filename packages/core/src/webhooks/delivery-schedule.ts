@@ -5,7 +5,7 @@ import type { DeliveryOptions } from './delivery-options.js';
  * attempts the cycle has made and when the last one began and ended; null when the cycle is over
  * (the delivery is `failed`).
  *
- * The schedule's offsets count from the cycle's first attempt (contract section 8: T+0, 5 s ...
+ * The schedule's offsets count from the cycle's first attempt (docs/api.md, Webhook delivery: T+0, 5 s ...
  * 24 h). The next attempt is the first slot still ahead, so an attempt made late (the engine was
  * down, a Retry-After pushed it) is followed by the next slot, never by a burst of missed ones.
  * Each slot gets +/-`jitter` of its offset, so receivers that failed together are not hit

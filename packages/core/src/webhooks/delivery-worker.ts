@@ -44,7 +44,7 @@ interface Lane {
 }
 
 /**
- * Claims due deliveries and sends them, signed (contract section 8). Deliveries are claimed from
+ * Claims due deliveries and sends them, signed (docs/api.md, Webhook delivery). Deliveries are claimed from
  * storage with a lease, so engines sharing a Postgres never send the same attempt at once and a
  * crashed engine's claims are taken over at expiry; at most `maxInFlight` are in flight in this
  * engine, and `perSubscription` per subscription (its lane), so one slow receiver cannot take

@@ -13,7 +13,7 @@ export function deliveryBody(event: Pick<PlatformEvent, 'id' | 'type' | 'occurre
 /**
  * Turns outbox events into deliveries: one per enabled subscription of the event's workspace
  * whose `events` name its type, in the transaction that marks the events fanned out, so an event
- * is fanned out exactly once whatever crashes (contract section 8). Engines sharing a Postgres
+ * is fanned out exactly once whatever crashes (docs/api.md, Webhook delivery). Engines sharing a Postgres
  * fan out disjoint events (the rows are locked and skipped); a delivery is unique per
  * (subscription, event) besides.
  */

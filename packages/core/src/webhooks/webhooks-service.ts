@@ -16,7 +16,7 @@ interface PreviousSecret {
 }
 
 /**
- * Webhook subscriptions (contract section 8): CRUD, secrets (generated, shown once and by
+ * Webhook subscriptions (docs/api.md, Webhook delivery and Webhook secrets): CRUD, secrets (generated, shown once and by
  * `getSecret`, rotated with an overlap), and the delivery records: listing, redelivery and
  * recovery. Sending is the delivery worker's job.
  */

@@ -7,7 +7,7 @@ import { created, noContent, ok } from './respond.js';
 
 const scope = { read: { kind: 'api_key', scope: 'connectors:read' }, write: { kind: 'api_key', scope: 'connectors:write' } } as const;
 
-/** Routes of contract section 5. */
+/** The connector routes (docs/api.md, Routes, Connectors and Connector rotation). */
 export const connectorRoutes: RouteDefinition[] = [
   {
     method: 'POST',

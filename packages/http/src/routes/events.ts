@@ -6,7 +6,7 @@ import { accepted, ok } from './respond.js';
 
 const replay = { kind: 'api_key', scope: 'events:replay' } as const;
 
-/** Routes of contract section 7. */
+/** The event log routes: listing and replay (docs/api.md, Events). */
 export const eventRoutes: RouteDefinition[] = [
   {
     method: 'GET',

@@ -12,7 +12,7 @@ const IngestEvent = Type.Object(
   { additionalProperties: false },
 );
 
-/** The webhook source endpoint of contract section 11. */
+/** The webhook source endpoint (docs/api.md, Ingest: webhook sources). */
 export const ingestRoutes: RouteDefinition[] = [
   {
     method: 'POST',

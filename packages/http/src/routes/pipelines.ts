@@ -6,7 +6,7 @@ import { accepted, created, noContent, ok } from './respond.js';
 
 const scope = { read: { kind: 'api_key', scope: 'pipelines:read' }, write: { kind: 'api_key', scope: 'pipelines:write' } } as const;
 
-/** Routes of contract section 6. */
+/** The pipeline routes (docs/api.md, Pipelines and Runs). */
 export const pipelineRoutes: RouteDefinition[] = [
   {
     method: 'POST',

@@ -7,7 +7,7 @@ import { accepted, created, noContent, ok } from './respond.js';
 
 const scope = { read: { kind: 'api_key', scope: 'webhooks:read' }, write: { kind: 'api_key', scope: 'webhooks:write' } } as const;
 
-/** Routes of contract section 8. */
+/** The webhook subscription routes (docs/api.md, Webhook delivery and Webhook secrets). */
 export const webhookRoutes: RouteDefinition[] = [
   {
     method: 'POST',

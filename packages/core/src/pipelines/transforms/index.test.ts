@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { builtinTransforms, castStep, dropStep, filterStep, maskStep, renameStep, retypeStep, setStep } from './index.js';
 
 describe('builtinTransforms', () => {
-  it('lists the seven contract steps, each under its own type', () => {
+  it('lists the seven built-in steps, each under its own type', () => {
     expect(builtinTransforms.map((t) => t.type)).toEqual(['filter', 'set', 'rename', 'drop', 'mask', 'retype', 'cast']);
     expect(builtinTransforms).toEqual([filterStep, setStep, renameStep, dropStep, maskStep, retypeStep, castStep]);
     expect(Object.isFrozen(builtinTransforms)).toBe(true);

@@ -28,8 +28,8 @@ export { fillRetypeTemplate, RETYPE_MAX_LENGTH, retypePlaceholders, retypeStep, 
 export { setStep, SetStepSchema, type SetStep } from './set.js';
 
 /**
- * The seven built-in transform steps of contract section 6.1, in the order the contract lists
- * them. The engine registers them before any plugin, so a plugin may replace one deliberately.
+ * The seven built-in transform steps, in the order docs/writing-a-connector.md (Built-in
+ * transform steps) lists them. The engine registers them before any plugin, so a plugin may replace one deliberately.
  */
 export const builtinTransforms: readonly AnyTransformDefinition[] = Object.freeze([
   filterStep,

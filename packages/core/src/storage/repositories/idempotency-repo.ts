@@ -28,7 +28,7 @@ const map = (row: Record<string, unknown>): IdempotencyRecord => ({
 /** Outcome of {@link IdempotencyRepo.begin}. */
 export type IdempotencyBegin = { started: true } | { started: false; existing: IdempotencyRecord };
 
-/** Idempotency records (contract section 1): scoped per API key, kept 24 h. */
+/** Idempotency records (docs/api.md, The HTTP protocol): scoped per API key, kept 24 h. */
 export class IdempotencyRepo {
   constructor(private readonly db: Db) {}
 
