@@ -44,7 +44,7 @@ export type JsonlFileConfig = Static<typeof jsonlFileConfigSchema>;
  *
  * @example
  * ```ts
- * const engine = await createEngine({ storage: sqlite({ filename: ':memory:' }), plugins: [jsonlFile()] });
+ * const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), plugins: [jsonlFile()] });
  * await engine.connectors.create('default', { type: 'jsonl_file', direction: 'source', config: { path: '/var/data/orders.jsonl' } });
  * ```
  */
@@ -58,8 +58,8 @@ export const jsonlFile = () =>
     async check(ctx) {
       const started = ctx.clock.now();
       try {
-        // The context does not say which direction: a source needs to read the file, a
-        // destination to write it or to create it in its directory. Either one will do.
+        // Whichever the direction (`ctx.direction`), a readable file or a writable directory
+        // will do: a source's file may not exist yet, and a destination creates it there.
         await access(ctx.config.path, constants.R_OK).catch(() => access(dirname(ctx.config.path), constants.W_OK));
         return { health: 'healthy', latencyMs: ctx.clock.now() - started };
       } catch (error) {

@@ -98,7 +98,7 @@ function deliveryRow(i: number, overrides: Partial<DeliveryRow> = {}): DeliveryR
  *
  * @example
  * ```ts
- * runStorageSuite('sqlite', async () => sqlite({ filename: ':memory:' }));
+ * runStorageSuite('sqlite', async () => sqliteStorage({ filename: ':memory:' }));
  * ```
  */
 export function runStorageSuite(name: string, factory: StorageFactory): void {
