@@ -14,7 +14,7 @@ export { createEngine, Engine, type EngineOptions, type EngineState } from './en
 export { sqliteStorage, postgresStorage, type StorageConfig } from './storage/index.js';
 export type { RuntimeOptionsInput } from './pipelines/index.js';
 export { generateSecretKey } from './crypto/index.js';
-export { systemClock, sleep, type Clock } from './common/index.js';
+export { systemClock, sleep, type Clock, type ClockTimer } from './common/index.js';
 export { silentLogger, type Logger } from './common/index.js';
 
 // Errors every service throws.
@@ -78,6 +78,8 @@ export type {
   SourceBatch,
   PullSource,
   PushSource,
+  Source,
+  CheckResult,
   DestinationEvent,
   WriteResult,
   Destination,

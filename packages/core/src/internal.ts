@@ -29,7 +29,7 @@ export type { WorkspaceRow } from './storage/index.js';
 export type { StorageStats, CountsBy } from './storage/index.js';
 
 export { ERROR_CODES, ERROR_STATUS, type FerryErrorOptions } from './common/index.js';
-export { isoNow, type ClockTimer } from './common/index.js';
+export { isoNow } from './common/index.js';
 export type { LogFn } from './common/index.js';
 export { IdGenerator, ID_PREFIXES, isId, type IdKind } from './common/index.js';
 export { CursorCodec, normalizeLimit, DEFAULT_LIMIT, MAX_LIMIT, CURSOR_TTL_MS, type CursorScope } from './common/index.js';
@@ -66,8 +66,6 @@ export { secretPaths, type ConfigPath } from './plugin-api/index.js';
 export type { ConnectorErrorOptions } from './plugin-api/index.js';
 export type {
   ConnectorHealth,
-  CheckResult,
-  Source,
   AnyConnectorDefinition,
   TransformOutcome,
   AnyTransformDefinition,

@@ -1,7 +1,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
-import { ConnectorError, type Checkpoint, type ConnectorDirection, type DestinationEvent, type JsonObject, type PipelineConnectorContext, type PushSource, type SourceRecord, type WriteResult } from '@ferry/core';
-import { createConnectorOutbound, secretPaths, URL_NOT_ALLOWED, type AnyConnectorDefinition, type Source } from '@ferry/core/internal';
+import { ConnectorError, type Checkpoint, type Source, type ConnectorDirection, type DestinationEvent, type JsonObject, type PipelineConnectorContext, type PushSource, type SourceRecord, type WriteResult } from '@ferry/core';
+import { createConnectorOutbound, secretPaths, URL_NOT_ALLOWED, type AnyConnectorDefinition } from '@ferry/core/internal';
 import { connectorContext } from './connector-context.js';
 
 /** What a destination holds for one event, as the harness reads it back from the real server. */

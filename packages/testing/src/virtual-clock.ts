@@ -1,5 +1,4 @@
-import type { Clock } from '@ferry/core';
-import type { ClockTimer } from '@ferry/core/internal';
+import type { Clock, ClockTimer } from '@ferry/core';
 
 /** 2026-01-01T00:00:00.000Z: a fixed, readable default so test output is reproducible. */
 const DEFAULT_START_MS = Date.parse('2026-01-01T00:00:00.000Z');
