@@ -41,6 +41,8 @@ export function ferryRouter(engine: Engine, options: HttpApiOptions = {}): Route
     if (req.body !== undefined) request.parsedBody = req.body as unknown;
     else request.body = req;
     if (req.socket.remoteAddress !== undefined) request.remoteAddress = req.socket.remoteAddress;
+    // req.baseUrl is the host's mount prefix followed by our '/v2'.
+    request.mountPath = req.baseUrl.endsWith(MOUNT) ? req.baseUrl.slice(0, -MOUNT.length) : '';
     api.dispatch(request).then((response) => {
       // A body refused half-way: the client must get the 413 before the connection closes.
       if (response.status === 413) lingerAfterRefusedBody(req);

@@ -31,7 +31,7 @@ export const ferryPlugin: FastifyPluginAsync<FerryPluginOptions> = async (app, o
 
   async function answer(request: FastifyRequest, reply: FastifyReply, body: HttpBody | undefined): Promise<FastifyReply> {
     const url = prefix !== '' && request.url.startsWith(prefix) ? request.url.slice(prefix.length) : request.url;
-    const input: HttpRequest = { method: request.method, url, headers: request.headers };
+    const input: HttpRequest = { method: request.method, url, headers: request.headers, mountPath: prefix };
     if (body !== undefined) input.body = body;
     const remoteAddress = request.raw.socket.remoteAddress;
     if (remoteAddress !== undefined) input.remoteAddress = remoteAddress;

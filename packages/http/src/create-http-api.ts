@@ -3,7 +3,7 @@ import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace as 
 import { isFerryError, type Engine, type FieldError } from '@ferry/core';
 import { hasInvalidCharacter, pointerToken, scopeAllows, type AuthContext } from '@ferry/core/internal';
 import { assertIdempotencyKey, requestHash, withIdempotency } from './idempotency.js';
-import { buildOpenApi } from './openapi.js';
+import { openApiDocuments } from './openapi.js';
 import { requestIdOf } from './outside-dispatch.js';
 import { HttpProblem, JSON_CONTENT_TYPE, problemResponse } from './problem.js';
 import { parseQuery } from './query.js';
@@ -71,8 +71,8 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const rateLimit = options.rateLimit === undefined ? DEFAULT_RATE_LIMIT : options.rateLimit;
   const ingestLimit = options.ingestRateLimit === undefined ? DEFAULT_INGEST_RATE_LIMIT : options.ingestRateLimit;
-  let openapi: Record<string, unknown> | undefined;
-  const document = () => (openapi ??= buildOpenApi(routes, options.publicUrl ?? '/'));
+  // Built on first use, from the route table (meta routes included) and the engine's plugins.
+  const document = openApiDocuments(routes, { engine, bodyLimit, ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}) });
 
   const metaRoutes: RouteDefinition[] = [
     {
@@ -85,7 +85,7 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
       body: 'none',
       responses: { 200: { description: 'The OpenAPI document.' } },
       errors: [],
-      handle: async () => ({ status: 200, body: document() }),
+      handle: async ({ mountPath }) => ({ status: 200, body: document(mountPath) }),
     },
   ];
   routes.push(...metaRoutes);
@@ -190,11 +190,14 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
     }
     const query = parseQuery(search, definition.query);
     const { raw, parsed } = await bodyOf(request, definition);
-    const ctx: RouteContext = { engine, auth, workspaceId: auth?.workspace_id ?? '', params: match.params, query, body: parsed, rawBody: raw, headers: request.headers };
+    const mountPath = request.mountPath ?? '';
+    const ctx: RouteContext = { engine, auth, workspaceId: auth?.workspace_id ?? '', params: match.params, query, body: parsed, rawBody: raw, headers: request.headers, mountPath };
     const run = async (): Promise<HttpResponse> => {
       try {
         const result = await definition.handle(ctx);
         const out: HttpResponse = { status: result.status, headers: { ...result.headers } };
+        // Handlers write paths from /v2; the client reaches them under the host's mount point.
+        if (out.headers.location?.startsWith('/')) out.headers.location = mountPath + out.headers.location;
         if (result.body !== undefined) {
           out.headers['content-type'] = JSON_CONTENT_TYPE;
           out.body = JSON.stringify(result.body);
@@ -292,5 +295,5 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
     scope: r.auth.kind === 'api_key' ? r.auth.scope : null,
     summary: r.summary,
   }));
-  return { dispatch, routes: info, openapi: document, bodyLimit };
+  return { dispatch, routes: info, openapi: (mountPath = '') => document(mountPath), bodyLimit };
 }

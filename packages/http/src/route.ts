@@ -26,6 +26,8 @@ export interface RouteContext {
   /** The body exactly as received (signature checks need the bytes). */
   rawBody: string;
   headers: HttpHeaders;
+  /** Where the host mounted the API (`/api`), `''` at the root (`HttpRequest.mountPath`). */
+  mountPath: string;
 }
 
 /** What a handler answers. */

@@ -36,6 +36,12 @@ export interface HttpRequest {
   parsedBody?: unknown;
   /** Peer address, for logs. */
   remoteAddress?: string;
+  /**
+   * The path the host mounted the API under, as the adapter found it (`/api`), `''` at the root:
+   * the OpenAPI document's `servers` URL (unless `publicUrl` is set) and the `Location` of a
+   * created resource begin with it.
+   */
+  mountPath?: string;
 }
 
 /** The answer to write back. */
@@ -77,7 +83,10 @@ export interface HttpApiOptions {
   bodyLimit?: number;
   /** Called after every answer, e.g. to log it or count it. Errors thrown here are ignored. */
   onRequest?: (entry: RequestLog) => void;
-  /** Server URL written into the OpenAPI document's `servers` (default `/`). */
+  /**
+   * Server URL written into the OpenAPI document's `servers`, whatever the mount point. Default:
+   * the path the API is mounted under (`/api`), `/` at the root.
+   */
   publicUrl?: string;
 }
 
@@ -98,8 +107,12 @@ export interface HttpApi {
   dispatch(request: HttpRequest): Promise<HttpResponse>;
   /** The route table. */
   readonly routes: readonly RouteInfo[];
-  /** The OpenAPI 3.1 document generated from the route table (also served at `GET /v2/openapi.json`). */
-  openapi(): Record<string, unknown>;
+  /**
+   * The OpenAPI 3.1 document generated from the route table and the engine's registered types
+   * (also served at `GET /v2/openapi.json`), its `servers` URL for the mount path given
+   * (default `''`, the root).
+   */
+  openapi(mountPath?: string): Record<string, unknown>;
   /** Largest body dispatch accepts, in bytes: adapters that buffer bodies themselves use it as their limit. */
   readonly bodyLimit: number;
 }
