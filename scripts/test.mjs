@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The one command that runs every check: lint, typecheck, the package builds, then every test
-// (unit, storage on SQLite and on an embedded Postgres, cross-package, examples). Nothing needs
+// (unit, storage on SQLite and on an embedded Postgres, cross-package, examples, the docs' code
+// blocks, the packed packages), then a subset again on Node 22 and 24. Nothing needs
 // to be installed by hand: `npm ci` brings the Postgres binaries and s3rver, the tests start
 // their own servers (or use DATABASE_URL when it is set), and this script installs librdkafka's
 // headers (Debian's librdkafka-dev, for the Kafka mock cluster) when they are missing.
@@ -25,6 +26,9 @@ const steps = [
   ['typecheck (tests, benchmarks, tools)', ['npx', 'tsc', '-p', 'tsconfig.json']],
   ['build', ['npx', 'turbo', 'run', 'build', '--output-logs=errors-only']],
   ['tests', ['npx', 'vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${RESULTS}`, ...extra]],
+  // The engine, the HTTP layer, the server and SQLite storage again on Node 22 and 24, from the
+  // npm registry's Node builds (scripts/test-node-versions.mjs); skipped when tests are filtered.
+  ...(extra.length === 0 ? [['tests on Node 22 and 24', ['node', 'scripts/test-node-versions.mjs']]] : []),
 ];
 
 /**
