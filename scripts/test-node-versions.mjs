@@ -114,7 +114,9 @@ function buildBetterSqlite3(nodeDir, headersDir, seed) {
   if (reuse) cpSync(join(seed, 'build'), join(dir, 'build'), { recursive: true });
 
   // The copy action in deps/sqlite3.gyp runs `node copy.js`: any node does, this one is at hand.
-  const env = { ...process.env, PATH: `${join(nodeDir, 'bin')}:${process.env.PATH}`, npm_config_build_from_source: 'true' };
+  // npm_config_nodedir too: under `npm test` npm exports its own `nodedir` setting (this
+  // machine's npmrc points it at Node 20's headers), and node-gyp lets it win over --nodedir.
+  const env = { ...process.env, PATH: `${join(nodeDir, 'bin')}:${process.env.PATH}`, npm_config_build_from_source: 'true', npm_config_nodedir: headersDir };
   run(node, [nodeGyp(), 'configure', '--release', `--nodedir=${headersDir}`, '--loglevel=warn'], { cwd: dir, env });
   // -o: take the static SQLite library as it is (it does not depend on Node's headers); without
   // it make recompiles sqlite3.c, as gyp's copy action always refreshes it.
