@@ -1,16 +1,4 @@
 import { defineConfig } from 'tsup';
+import { packageBuild } from '../../tsup.base.js';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-  // import.meta.url (used to load knex's dialect classes) also in the CommonJS build.
-  shims: true,
-  // Tests live beside the code; they are not part of the published build.
-  esbuildOptions(options) {
-    options.conditions = ['ferry-source'];
-  },
-});
+export default defineConfig(packageBuild(['src/index.ts']));

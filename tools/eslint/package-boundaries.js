@@ -68,6 +68,9 @@ const rule = {
   },
   create(context) {
     const file = context.filename;
+    // A package's build configuration is the repository's tooling, never shipped: it may share
+    // the build settings at the root (tsup.base.ts).
+    if (path.basename(file) === 'tsup.config.ts') return {};
     const root = packageRootOf(file);
     /** @param {any} node @param {string} source */
     function check(node, source) {

@@ -15,6 +15,7 @@ tester.run('package-boundaries', plugin.rules['package-boundaries'], {
     { filename: file('packages/core/src/engine/engine.ts'), code: "import { x } from './engine-context.js';" },
     { filename: file('packages/core/src/events/a.ts'), code: "import { x } from '../common/index.js';" },
     { filename: file('packages/testing/src/index.ts'), code: "import { createEngine } from '@ferry/core';" },
+    { filename: file('plugins/webhook/tsup.config.ts'), code: "import { packageBuild } from '../../tsup.base.js';" },
     { filename: file('plugins/postgres/src/index.ts'), code: "import { defineConnector } from '@ferry/core';" },
     { filename: file('plugins/postgres/src/source.test.ts'), code: "import { getSharedTestPostgres } from '@ferry/test-servers';" },
     { filename: file('plugins/s3/src/test-store.ts'), code: "import { startTestS3 } from '@ferry/test-servers';" },
