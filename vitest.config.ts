@@ -32,7 +32,7 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'adapters', include: ['packages/express/src/**/*.test.ts', 'packages/fastify/src/**/*.test.ts'] },
+        test: { name: 'adapters', include: ['packages/express/src/**/*.test.ts', 'packages/fastify/src/**/*.test.ts', 'packages/console/src/**/*.test.ts'] },
       },
       {
         extends: true,

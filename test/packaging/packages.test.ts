@@ -56,8 +56,9 @@ const KEY_NAMES: Record<string, readonly string[]> = {
   '@ferry/core': ['createEngine', 'defineConnector', 'sqliteStorage', 'postgresStorage', 'Engine', 'FerryError', 'verifyWebhook'],
   '@ferry/core/internal': ['FerryStorage', 'openStorage', 'SecretBox'],
   '@ferry/http': ['createHttpApi', 'problemResponse', 'webhookReceiverCore'],
-  '@ferry/express': ['ferryRouter', 'verifyWebhooks'],
-  '@ferry/fastify': ['ferryPlugin', 'webhookReceiver'],
+  '@ferry/express': ['ferryRouter', 'ferryConsole', 'verifyWebhooks'],
+  '@ferry/fastify': ['ferryPlugin', 'ferryConsolePlugin', 'webhookReceiver'],
+  '@ferry/console': ['createConsoleHandler', 'CONSOLE_CONTENT_SECURITY_POLICY'],
   '@ferry/server': ['runCli', 'startServer'],
   '@ferry/testing': ['VirtualClock', 'MemoryHub', 'memoryConnector', 'connectorContext'],
   '@ferry/testing/suites': ['runConnectorSuite', 'runStorageSuite', 'runEngineStorageSuite'],
@@ -346,6 +347,16 @@ describe('packaging: the public packages, packed and installed in a blank app', 
       const [imported, required] = await Promise.all([esm, cjs]);
       expect(imported.engine, 'ESM').toBe('ok');
       expect(required.engine, 'CommonJS').toBe('ok');
+    }, STEP_TIMEOUT_MS);
+
+    it("serves the console's built page from the installed package, as an ES module and as CommonJS", async () => {
+      for (const [name, report] of Object.entries({ ESM: await esm, CommonJS: await cjs })) {
+        expect(report.console, name).not.toHaveProperty('message');
+        for (const [path, answer] of Object.entries(report.console as Record<string, { status: number; bytes: number }>)) {
+          expect(answer.status, `${name} ${path}`).toBe(200);
+          expect(answer.bytes, `${name} ${path}`).toBeGreaterThan(path === '/assets/console.js' ? 10_000 : 100);
+        }
+      }
     }, STEP_TIMEOUT_MS);
 
     it('runs the bins (npx ferry --help)', async () => {

@@ -13,6 +13,8 @@ export interface ProbeReport {
   entries: Record<string, Loaded>;
   /** The engine round trip: `ok`, or the error. */
   engine: 'ok' | { message: string; stack?: string };
+  /** The console's built files as the installed package serves them: status and size of each, or the error. */
+  console: Record<string, { status: number; bytes: number }> | { message: string; stack?: string };
 }
 
 /**
@@ -38,9 +40,22 @@ const ENGINE_ROUND_TRIP = `
   }
 `;
 
+/**
+ * The console's page from the installed package: its built files must be in the tarball and
+ * found from the built module, under ESM and CommonJS alike.
+ */
+const CONSOLE_FILES = `
+  const handle = consolePackage.createConsoleHandler();
+  report.console = {};
+  for (const path of ['/', '/assets/console.js', '/assets/console.css']) {
+    const answer = handle({ method: 'GET', path, basePath: '/console', headers: {} });
+    report.console[path] = { status: answer.status, bytes: answer.body ? answer.body.length : 0 };
+  }
+`;
+
 /** Shared by both probes: `load(specifier)` returns the module or throws. */
 const BODY = (load: string) => `
-const report = { entries: {}, engine: 'ok' };
+const report = { entries: {}, engine: 'ok', console: {} };
 for (const specifier of specifiers) {
   try {
     report.entries[specifier] = { names: Object.keys(${load}).sort() };
@@ -54,6 +69,12 @@ try {
   ${ENGINE_ROUND_TRIP}
 } catch (error) {
   report.engine = { message: String(error?.message ?? error), stack: error?.stack };
+}
+try {
+  const consolePackage = ${load.replace('specifier', "'@ferry/console'")};
+  ${CONSOLE_FILES}
+} catch (error) {
+  report.console = { message: String(error?.message ?? error), stack: error?.stack };
 }
 writeFileSync(process.argv[2], JSON.stringify(report));
 `;

@@ -7,7 +7,8 @@
  *   or any other subpath), except the second entries: core's `@ferry/core/internal` (unstable: its
  *   storage, repositories and the HTTP layer's helpers) and the test kit's `@ferry/testing/suites`.
  * - Each package may import only the Ferry packages its layer allows: core none; http core; the
- *   framework adapters http and core; plugins and the test kit core; the test servers the test
+ *   framework adapters http, core and the console (which imports no Ferry package: it is static
+ *   files and the function that serves them); plugins and the test kit core; the test servers the test
  *   kit (a plugin's own test files, `*.test.ts`, and the helpers they share, `test-*.ts`, also the
  *   test kit, its suites and the test servers); the server and everything
  *   outside `packages/` and `plugins/` (examples, cross-package tests, benchmarks) any public entry.
@@ -27,9 +28,10 @@ const SECOND_ENTRIES = new Set([INTERNAL, SUITES]);
 
 const ALLOWED = {
   'packages/core': [],
+  'packages/console': [],
   'packages/http': ['@ferry/core', INTERNAL],
-  'packages/express': ['@ferry/core', '@ferry/http'],
-  'packages/fastify': ['@ferry/core', '@ferry/http'],
+  'packages/express': ['@ferry/core', '@ferry/http', '@ferry/console'],
+  'packages/fastify': ['@ferry/core', '@ferry/http', '@ferry/console'],
   'packages/testing': ['@ferry/core', INTERNAL],
   'packages/test-servers': ['@ferry/testing'],
 };
@@ -70,7 +72,7 @@ const rule = {
     const file = context.filename;
     // A package's build configuration is the repository's tooling, never shipped: it may share
     // the build settings at the root (tsup.base.ts).
-    if (path.basename(file) === 'tsup.config.ts') return {};
+    if (/^tsup(\.[a-z]+)?\.config\.ts$/.test(path.basename(file))) return {};
     const root = packageRootOf(file);
     /** @param {any} node @param {string} source */
     function check(node, source) {

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import express from 'express';
 import { createEngine, generateSecretKey, sqliteStorage } from '@ferry/core';
-import { answerClientError, ferryRouter } from '@ferry/express';
+import { answerClientError, ferryConsole, ferryRouter } from '@ferry/express';
 
 /** Where {@link startHost} listens and keeps its state. */
 export interface HostOptions {
@@ -27,7 +27,7 @@ export interface RunningHost {
   close(): Promise<void>;
 }
 
-/** Starts the app: its own `/hello` route, and the Ferry API under `/v2`. */
+/** Starts the app: its own `/hello` route, the Ferry API under `/v2` and the console at `/console`. */
 export async function startHost({ port, filename }: HostOptions): Promise<RunningHost> {
   const engine = await createEngine({
     storage: sqliteStorage({ filename }),
@@ -41,6 +41,7 @@ export async function startHost({ port, filename }: HostOptions): Promise<Runnin
   const app = express();
   app.get('/hello', (_req, res) => void res.json({ hello: 'world' }));
   app.use(ferryRouter(engine)); // the whole Ferry /v2 API
+  app.use('/console', ferryConsole()); // the Ferry Console, a page that talks to that API
 
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(port, '127.0.0.1', (error?: Error) => (error ? reject(error) : resolve(s)));
@@ -66,5 +67,6 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   console.log(`listening on ${host.url}`);
   console.log(`try: curl ${host.url}/hello`);
   console.log(`     curl -H "Authorization: Bearer ${host.key}" ${host.url}/v2/pipelines`);
+  console.log(`     open ${host.url}/console/ and sign in with that key`);
   process.once('SIGINT', () => void host.close());
 }

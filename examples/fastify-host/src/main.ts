@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import Fastify from 'fastify';
 import { createEngine, generateSecretKey, sqliteStorage } from '@ferry/core';
-import { ferryPlugin, ferryServerOptions } from '@ferry/fastify';
+import { ferryConsolePlugin, ferryPlugin, ferryServerOptions } from '@ferry/fastify';
 
 /** Where {@link startHost} listens and keeps its state. */
 export interface HostOptions {
@@ -26,7 +26,7 @@ export interface RunningHost {
   close(): Promise<void>;
 }
 
-/** Starts the app: its own `/hello` route, and the Ferry API under `/v2`. */
+/** Starts the app: its own `/hello` route, the Ferry API under `/v2` and the console at `/console`. */
 export async function startHost({ port, filename }: HostOptions): Promise<RunningHost> {
   const engine = await createEngine({
     storage: sqliteStorage({ filename }),
@@ -42,6 +42,7 @@ export async function startHost({ port, filename }: HostOptions): Promise<Runnin
   const app = Fastify({ logger: false, ...ferryServerOptions });
   app.get('/hello', async () => ({ hello: 'world' }));
   await app.register(ferryPlugin, { engine }); // the whole Ferry /v2 API
+  await app.register(ferryConsolePlugin, { prefix: '/console' }); // the Ferry Console, a page that talks to that API
 
   await app.listen({ port, host: '127.0.0.1' });
   return {
@@ -59,5 +60,6 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   console.log(`listening on ${host.url}`);
   console.log(`try: curl ${host.url}/hello`);
   console.log(`     curl -H "Authorization: Bearer ${host.key}" ${host.url}/v2/pipelines`);
+  console.log(`     open ${host.url}/console/ and sign in with that key`);
   process.once('SIGINT', () => void host.close());
 }

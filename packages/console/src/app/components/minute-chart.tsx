@@ -1,0 +1,83 @@
+import type { JSX } from 'preact';
+import { useEffect, useRef } from 'preact/hooks';
+import uPlot from 'uplot';
+import type { PipelineStats } from '../records.js';
+import { count } from '../format.js';
+
+type Minute = PipelineStats['per_minute'][number];
+
+const SERIES: Array<{ key: keyof Omit<Minute, 'minute'>; label: string; stroke: string }> = [
+  { key: 'events_written', label: 'Written', stroke: '#1f7a4d' },
+  { key: 'events_read', label: 'Read', stroke: '#1f5fbf' },
+  { key: 'events_dead_lettered', label: 'Dead-lettered', stroke: '#b3261e' },
+];
+
+function columns(minutes: Minute[], keys: Array<keyof Omit<Minute, 'minute'>>): uPlot.AlignedData {
+  return [minutes.map((m) => Date.parse(m.minute) / 1000), ...keys.map((k) => minutes.map((m) => m[k]))];
+}
+
+/** A sentence that says what the chart shows, for those who cannot see it. */
+function summary(minutes: Minute[]): string {
+  const written = minutes.reduce((n, m) => n + m.events_written, 0);
+  const peak = minutes.reduce((n, m) => Math.max(n, m.events_written), 0);
+  return `${count(written)} events written in the last ${minutes.length} minutes, at most ${count(peak)} in a minute.`;
+}
+
+/**
+ * Events per minute, drawn by uPlot on a canvas of a fixed size (so nothing moves when the data
+ * arrives). `compact` is the sparkline of the pipelines list: events written only, no axes.
+ */
+export function MinuteChart({ minutes, compact = false }: { minutes: Minute[] | undefined; compact?: boolean }): JSX.Element {
+  const box = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | null>(null);
+  const series = compact ? SERIES.slice(0, 1) : SERIES;
+
+  useEffect(() => {
+    const element = box.current;
+    if (!element || !minutes) return;
+    const data = columns(minutes, series.map((s) => s.key));
+    if (plot.current) {
+      plot.current.setData(data);
+      return;
+    }
+    const width = Math.max(compact ? 120 : 240, element.clientWidth);
+    const options: uPlot.Options = compact
+      ? {
+          width: 120,
+          height: 28,
+          legend: { show: false },
+          cursor: { show: false },
+          select: { show: false, left: 0, top: 0, width: 0, height: 0 },
+          axes: [{ show: false }, { show: false }],
+          scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+          series: [{}, { stroke: series[0]!.stroke, fill: 'rgba(31,122,77,0.15)', width: 1.5, points: { show: false } }],
+        }
+      : {
+          width,
+          height: 180,
+          legend: { live: false },
+          scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+          axes: [{}, { size: 56 }],
+          series: [{ label: 'Minute (UTC)', value: (_u, v) => (v === null ? '' : new Date(v * 1000).toISOString().slice(11, 16)) }, ...series.map((s) => ({ label: s.label, stroke: s.stroke, width: 1.5, points: { show: false } }))],
+        };
+    plot.current = new uPlot(options, data, element);
+  }, [minutes]);
+
+  useEffect(() => {
+    const element = box.current;
+    // The full chart follows its container's width (a resized window, a zoom).
+    const observer = compact || !element ? undefined : new ResizeObserver(() => plot.current?.setSize({ width: Math.max(240, element.clientWidth), height: 180 }));
+    if (observer && element) observer.observe(element);
+    return () => {
+      observer?.disconnect();
+      plot.current?.destroy();
+      plot.current = null;
+    };
+  }, []);
+
+  return (
+    <figure class={compact ? 'chart chart-compact' : 'chart'} role="img" aria-label={minutes ? summary(minutes) : 'Events per minute: loading.'}>
+      <div ref={box} class="chart-canvas" />
+    </figure>
+  );
+}

@@ -1,0 +1,188 @@
+import type { JSX } from 'preact';
+import { useState } from 'preact/hooks';
+import { api, type Page } from '../api.js';
+import { ActionOutcome } from '../components/action-outcome.js';
+import { Badge } from '../components/badge.js';
+import { ConfirmDialog } from '../components/confirm-dialog.js';
+import { EmptyState } from '../components/empty-state.js';
+import { Layout, type Shell } from '../components/layout.js';
+import { Pager } from '../components/pager.js';
+import { ProblemBox } from '../components/problem-box.js';
+import { ago, count, utc } from '../format.js';
+import type { CheckResult, Connector } from '../records.js';
+import { href, type Location } from '../router.js';
+import { useAction } from '../use-action.js';
+import { useResource } from '../use-resource.js';
+
+/** How the API shows a stored secret. */
+const REDACTED = '********';
+
+/** The config fields the API shows redacted: the ones a rotation may replace. */
+function secretFields(connector: Connector): string[] {
+  return Object.entries(connector.config)
+    .filter(([, v]) => v === REDACTED)
+    .map(([k]) => k);
+}
+
+/** A check's answer, in one sentence. */
+function describeCheck(name: string, result: CheckResult): string {
+  const error = result.error ? `: ${result.error.code}, ${result.error.message}` : '';
+  return `Check of ${name}: ${result.health} in ${count(result.latency_ms)} ms${error}`;
+}
+
+/**
+ * The connectors of the workspace: type, direction, health, how many pipelines use each, the
+ * last error; a live check, and credential rotation. Config is shown as the API answers it,
+ * secrets as `********`.
+ */
+export function ConnectorsView({ location, shell }: { location: Location; shell: Shell }): JSX.Element {
+  const cursor = location.query.get('cursor') ?? '';
+  const action = useAction();
+  const [rotating, setRotating] = useState<Connector | undefined>();
+  const [generated, setGenerated] = useState<{ name: string; secret: string } | undefined>();
+  const [open, setOpen] = useState<string | undefined>();
+  const resource = useResource<Page<Connector>>(() => api<Page<Connector>>('GET', '/v2/connectors', { query: { limit: 50, cursor } }), [cursor], 15_000);
+  const connectors = resource.data?.data;
+
+  const check = (c: Connector) =>
+    void action.run(async () => describeCheck(c.name, await api<CheckResult>('POST', `/v2/connectors/${encodeURIComponent(c.id)}/check`))).then(resource.reload);
+
+  const rotate = (form: HTMLFormElement) => {
+    const c = rotating;
+    if (!c) return;
+    const values: Record<string, string> = {};
+    for (const [k, v] of new FormData(form)) if (typeof v === 'string' && v !== '') values[k.replace(/^secret-/, '')] = v;
+    void action
+      .run(async () => {
+        const answer = await api<{ connector: Connector; rotation: { paused_pipeline_ids: string[] } }>('POST', `/v2/connectors/${encodeURIComponent(c.id)}/rotate`, Object.keys(values).length ? { body: { config: values } } : {});
+        const secret = answer.connector.config.signing_secret;
+        setGenerated(typeof secret === 'string' && secret !== REDACTED ? { name: c.name, secret } : undefined);
+        const paused = answer.rotation.paused_pipeline_ids.length;
+        return `${c.name}: credentials rotated${paused ? `; ${paused} pipeline${paused === 1 ? ' was' : 's were'} paused and resumed` : ''}.`;
+      })
+      .then(() => {
+        setRotating(undefined);
+        resource.reload();
+      });
+  };
+
+  return (
+    <Layout {...shell} title="Connectors">
+      <ActionOutcome action={action} />
+      {generated ? (
+        <div class="notice" role="status">
+          <p>
+            New signing secret of {generated.name}, shown this once: give it to the senders.
+          </p>
+          <pre class="json" tabIndex={0}>
+            {generated.secret}
+          </pre>
+          <button type="button" class="button" onClick={() => setGenerated(undefined)}>
+            Done
+          </button>
+        </div>
+      ) : null}
+      {resource.problem ? <ProblemBox problem={resource.problem} context="The connectors could not be loaded" /> : null}
+      {connectors && connectors.length === 0 ? (
+        <EmptyState title="No connectors yet.">
+          <p>
+            A connector is one system Ferry reads from or writes to. Create one with <code>POST /v2/connectors</code>; its type's README lists its config.
+          </p>
+        </EmptyState>
+      ) : (
+        <div class="table-wrap" aria-busy={resource.loading}>
+          <table>
+            <caption class="visually-hidden">Connectors</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Type</th>
+                <th scope="col">Direction</th>
+                <th scope="col">Health</th>
+                <th scope="col">Pipelines</th>
+                <th scope="col">Last error</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {connectors
+                ? connectors.flatMap((c) => {
+                    const rows = [
+                      <tr key={c.id}>
+                        <th scope="row">
+                          {c.name}
+                          <div class="muted mono">{c.id}</div>
+                        </th>
+                        <td>{c.type}</td>
+                        <td>{c.direction}</td>
+                        <td>
+                          <Badge value={c.health} />
+                          {c.rotation_status === 'rotating' ? <> <Badge value="running" label="rotating" /></> : null}
+                        </td>
+                        <td class="number">{count(c.pipeline_count)}</td>
+                        <td>
+                          {c.last_error ? (
+                            <span class="error-text" title={utc(c.last_error.at)}>
+                              <code>{c.last_error.code}</code> {c.last_error.message} <span class="muted">({ago(c.last_error.at)})</span>
+                            </span>
+                          ) : null}
+                        </td>
+                        <td>
+                          <div class="actions">
+                            <button type="button" class="button" disabled={action.busy} aria-label={`Check ${c.name}`} onClick={() => check(c)}>
+                              Check
+                            </button>
+                            <button type="button" class="button" disabled={action.busy} aria-label={`Rotate the credentials of ${c.name}`} onClick={() => (action.clear(), setRotating(c))}>
+                              Rotate…
+                            </button>
+                            <button type="button" class="button button-quiet" aria-expanded={open === c.id} aria-controls={`config-${c.id}`} onClick={() => setOpen(open === c.id ? undefined : c.id)}>
+                              Config<span class="visually-hidden"> of {c.name}</span>
+                            </button>
+                          </div>
+                        </td>
+                      </tr>,
+                    ];
+                    if (open === c.id)
+                      rows.push(
+                        <tr key={`${c.id}-config`} class="detail-row" id={`config-${c.id}`}>
+                          <td colSpan={7}>
+                            <pre class="json" tabIndex={0} aria-label={`Config of ${c.name}`}>
+                              {JSON.stringify(c.config, null, 2)}
+                            </pre>
+                          </td>
+                        </tr>,
+                      );
+                    return rows;
+                  })
+                : [0, 1, 2].map((i) => (
+                    <tr key={i} class="placeholder-row">
+                      <td colSpan={7}>Loading…</td>
+                    </tr>
+                  ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {resource.data ? <Pager first={href('/connectors')} next={resource.data.next_cursor ? href('/connectors', { cursor: resource.data.next_cursor }) : null} onFirstPage={!cursor} /> : null}
+      <ConfirmDialog open={rotating !== undefined} title={`Rotate the credentials of ${rotating?.name ?? ''}`} confirmLabel="Rotate" busy={action.busy} onConfirm={rotate} onCancel={() => setRotating(undefined)}>
+        <p>
+          Pipelines using this connector pause after their batch in flight, the new credentials are checked, and the pipelines resume. A failed check puts the old credentials back.
+        </p>
+        {rotating && secretFields(rotating).length > 0 ? (
+          <>
+            <p>Enter new values, or leave every field empty to let the connector type generate them where it can.</p>
+            {secretFields(rotating).map((field) => (
+              <div class="field" key={field}>
+                <label for={`secret-${field}`}>{field}</label>
+                <input id={`secret-${field}`} name={`secret-${field}`} type="password" autoComplete="new-password" spellcheck={false} />
+              </div>
+            ))}
+          </>
+        ) : (
+          <p>The connector type generates the new credentials.</p>
+        )}
+        {action.problem ? <ProblemBox problem={action.problem} context="The rotation failed" /> : null}
+      </ConfirmDialog>
+    </Layout>
+  );
+}

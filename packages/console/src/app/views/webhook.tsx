@@ -1,0 +1,234 @@
+import type { JSX } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { api, type Page } from '../api.js';
+import { ActionOutcome } from '../components/action-outcome.js';
+import { Badge } from '../components/badge.js';
+import { ConfirmDialog } from '../components/confirm-dialog.js';
+import { EmptyState } from '../components/empty-state.js';
+import { Layout, type Shell } from '../components/layout.js';
+import { Pager } from '../components/pager.js';
+import { ProblemBox } from '../components/problem-box.js';
+import { ago, count, duration, isoFromInput, utc } from '../format.js';
+import type { Delivery, Subscription } from '../records.js';
+import { href, Link, type Location } from '../router.js';
+import { useAction, type Action } from '../use-action.js';
+import { useResource } from '../use-resource.js';
+
+const STATUSES = ['', 'failed', 'retrying', 'pending', 'delivered'];
+
+/**
+ * One subscription: its deliveries by status (`?status=failed`), each with its attempts and the
+ * last answer; redeliver one, or recover every failed one of a time range.
+ */
+export function WebhookView({ id, location, shell }: { id: string; location: Location; shell: Shell }): JSX.Element {
+  const status = location.query.get('status') ?? '';
+  const cursor = location.query.get('cursor') ?? '';
+  const base = `/webhooks/${encodeURIComponent(id)}`;
+  const action = useAction();
+  const [open, setOpen] = useState<string | undefined>();
+  const [recovering, setRecovering] = useState(false);
+  const subscription = useResource<Subscription>(() => api<Subscription>('GET', `/v2/webhooks/${encodeURIComponent(id)}`), [id], 30_000);
+  // A delivery `pending` is about to be attempted: the list is read again often until it is not.
+  const [soon, setSoon] = useState(false);
+  const deliveries = useResource<Page<Delivery>>(
+    () => api<Page<Delivery>>('GET', `/v2/webhooks/${encodeURIComponent(id)}/deliveries`, { query: { limit: 50, status, cursor } }),
+    [id, status, cursor],
+    soon ? 1500 : 10_000,
+  );
+  const s = subscription.data;
+  const rows = deliveries.data?.data;
+  const pending = rows?.some((d) => d.status === 'pending') ?? false;
+  useEffect(() => setSoon(pending), [pending]);
+
+  const redeliver = (d: Delivery) =>
+    void action.run(async () => {
+      const answer = await api<Delivery>('POST', `/v2/webhooks/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(d.id)}/redeliver`);
+      return `Delivery ${d.id} of ${d.event_type} is ${answer.status} again: a new 24-hour cycle of attempts has started.`;
+    }).then(deliveries.reload);
+
+  const recover = (form: HTMLFormElement) => {
+    const data = new FormData(form);
+    const since = isoFromInput(String(data.get('since') ?? ''));
+    const until = isoFromInput(String(data.get('until') ?? ''));
+    void action
+      .run(async () => {
+        const answer = await api<{ count: number }>('POST', `/v2/webhooks/${encodeURIComponent(id)}/recover`, { body: until ? { since, until } : { since } });
+        return `${count(answer.count)} failed deliver${answer.count === 1 ? 'y is' : 'ies are'} being sent again, oldest first.`;
+      })
+      .then((ok) => {
+        if (ok) setRecovering(false);
+        deliveries.reload();
+      });
+  };
+
+  const setEnabled = (enabled: boolean) =>
+    void action
+      .run(async () => {
+        await api<Subscription>('PATCH', `/v2/webhooks/${encodeURIComponent(id)}`, { body: { enabled } });
+        return enabled ? 'The subscription is enabled: new events are delivered again. Redeliver or recover what failed meanwhile.' : 'The subscription is disabled: it gets no new deliveries.';
+      })
+      .then(subscription.reload);
+
+  const actions = (
+    <div class="actions">
+      {s ? (
+        <button type="button" class="button" disabled={action.busy} onClick={() => setEnabled(!s.enabled)}>
+          {s.enabled ? 'Disable' : 'Enable'}
+        </button>
+      ) : null}
+      <button type="button" class="button" onClick={() => (action.clear(), setRecovering(true))}>
+        Recover failed…
+      </button>
+    </div>
+  );
+
+  return (
+    <Layout {...shell} title={s ? `Webhook ${s.url}` : 'Webhook'} actions={actions}>
+      {subscription.problem ? <ProblemBox problem={subscription.problem} context="The subscription could not be loaded" /> : null}
+      <dl class="facts">
+        <div>
+          <dt>Status</dt>
+          <dd>{s ? s.enabled ? <Badge value="enabled" /> : <><Badge value="disabled" /> {s.disabled_reason?.replace(/_/g, ' ')}</> : '…'}</dd>
+        </div>
+        <div>
+          <dt>Events</dt>
+          <dd>{s ? s.events.map((e) => <code key={e} class="tag">{e}</code>) : '…'}</dd>
+        </div>
+        <div>
+          <dt>Created</dt>
+          <dd>{s ? utc(s.created_at) : '…'}</dd>
+        </div>
+      </dl>
+      {s && !s.enabled ? <p class="notice">Redelivered and recovered deliveries fail at once while the subscription is disabled: enable it first.</p> : null}
+      <nav class="filters" aria-label="Filter deliveries by status">
+        {STATUSES.map((st) => (
+          <Link key={st} to={href(base, { status: st })} class="filter" aria-current={st === status ? 'true' : undefined}>
+            {st === '' ? 'All' : st[0]!.toUpperCase() + st.slice(1)}
+          </Link>
+        ))}
+      </nav>
+      <ActionOutcome action={action} />
+      {deliveries.problem ? <ProblemBox problem={deliveries.problem} context="The deliveries could not be loaded" /> : null}
+      {rows && rows.length === 0 ? (
+        <EmptyState title={status ? `No ${status} deliveries.` : 'No deliveries yet.'}>
+          <p>A delivery is made for every platform event this subscription names, when it happens.</p>
+        </EmptyState>
+      ) : (
+        <div class="table-wrap" aria-busy={deliveries.loading}>
+          <table>
+            <caption class="visually-hidden">Deliveries</caption>
+            <thead>
+              <tr>
+                <th scope="col">Created</th>
+                <th scope="col">Event</th>
+                <th scope="col">Status</th>
+                <th scope="col">Attempts</th>
+                <th scope="col">Last answer</th>
+                <th scope="col">Next attempt</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows
+                ? rows.flatMap((d) => {
+                    const out = [
+                      <tr key={d.id} data-delivery-id={d.id}>
+                        <td>
+                          {utc(d.created_at)}
+                          <div class="muted mono">{d.id}</div>
+                        </td>
+                        <td>
+                          <code>{d.event_type}</code>
+                          <div class="muted mono">{d.event_id}</div>
+                        </td>
+                        <td>
+                          <Badge value={d.status} />
+                        </td>
+                        <td class="number">{d.attempts}</td>
+                        <td>
+                          {d.last_response_status ? <code>HTTP {d.last_response_status}</code> : null}
+                          {d.last_error ? <div class="error-text">{d.last_error}</div> : null}
+                        </td>
+                        <td>{d.next_attempt_at ? <span title={utc(d.next_attempt_at)}>{ago(d.next_attempt_at)}</span> : ''}</td>
+                        <td>
+                          <div class="actions">
+                            {d.status === 'failed' || d.status === 'delivered' ? (
+                              <button type="button" class="button" disabled={action.busy} aria-label={`Redeliver ${d.event_type} delivery ${d.id}`} onClick={() => redeliver(d)}>
+                                Redeliver
+                              </button>
+                            ) : null}
+                            <button type="button" class="button button-quiet" aria-expanded={open === d.id} aria-controls={`delivery-${d.id}`} onClick={() => setOpen(open === d.id ? undefined : d.id)}>
+                              Attempts<span class="visually-hidden"> of delivery {d.id}</span>
+                            </button>
+                          </div>
+                        </td>
+                      </tr>,
+                    ];
+                    if (open === d.id) out.push(<AttemptsRow key={`${d.id}-attempts`} subscriptionId={id} delivery={d} action={action} />);
+                    return out;
+                  })
+                : [0, 1, 2].map((i) => (
+                    <tr key={i} class="placeholder-row">
+                      <td colSpan={7}>Loading…</td>
+                    </tr>
+                  ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {deliveries.data ? <Pager first={href(base, { status })} next={deliveries.data.next_cursor ? href(base, { status, cursor: deliveries.data.next_cursor }) : null} onFirstPage={!cursor} /> : null}
+      <ConfirmDialog open={recovering} title="Recover failed deliveries" confirmLabel="Recover" busy={action.busy} onConfirm={recover} onCancel={() => setRecovering(false)}>
+        <p>Every failed delivery of this subscription created in the range is sent again, oldest first, each with a new 24-hour cycle of attempts.</p>
+        <div class="field">
+          <label for="recover-since">Since (UTC)</label>
+          <input id="recover-since" name="since" type="datetime-local" step={1} required />
+        </div>
+        <div class="field">
+          <label for="recover-until">Until (UTC, optional)</label>
+          <input id="recover-until" name="until" type="datetime-local" step={1} />
+        </div>
+        {action.problem ? <ProblemBox problem={action.problem} context="Recover failed" /> : null}
+      </ConfirmDialog>
+    </Layout>
+  );
+}
+
+/** A delivery's attempts, oldest first, read when the row is opened. */
+function AttemptsRow({ subscriptionId, delivery }: { subscriptionId: string; delivery: Delivery; action: Action }): JSX.Element {
+  const resource = useResource<Delivery>(() => api<Delivery>('GET', `/v2/webhooks/${encodeURIComponent(subscriptionId)}/deliveries/${encodeURIComponent(delivery.id)}`), [delivery.id, delivery.attempts, delivery.status]);
+  const history = resource.data?.attempt_history;
+  return (
+    <tr class="detail-row" id={`delivery-${delivery.id}`}>
+      <td colSpan={7}>
+        {resource.problem ? <ProblemBox problem={resource.problem} context="The attempts could not be loaded" /> : null}
+        {history && history.length === 0 ? <p class="muted">No attempt yet.</p> : null}
+        {history && history.length > 0 ? (
+          <table class="inner">
+            <caption>Attempts of {delivery.id}</caption>
+            <thead>
+              <tr>
+                <th scope="col">When</th>
+                <th scope="col">Answer</th>
+                <th scope="col">Took</th>
+                <th scope="col">Error</th>
+                <th scope="col">Body (first 1 KiB)</th>
+              </tr>
+            </thead>
+            <tbody>
+              {history.map((a) => (
+                <tr key={a.id}>
+                  <td>{utc(a.attempted_at)}</td>
+                  <td>{a.response_status ? <code>HTTP {a.response_status}</code> : '—'}</td>
+                  <td>{duration(a.duration_ms)}</td>
+                  <td>{a.error ? <span class="error-text">{a.error}</span> : null}</td>
+                  <td>{a.response_body ? <pre class="json small">{a.response_body}</pre> : null}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : null}
+        {!history && !resource.problem ? <p class="muted">Loading attempts…</p> : null}
+      </td>
+    </tr>
+  );
+}
