@@ -12,8 +12,9 @@ import { WORKER_PARENT_VARIABLE, WorkerProcesses, workerEnvironment } from './wo
 const COMMAND_USAGE = {
   serve: `  serve [--port N] [--host H] [--database URL|FILE] [--outbound-allow LIST] [--log-level L]
         [--rate-limit N/S|off] [--ingest-rate-limit N/S|off] [--role all|api|worker]
-        [--retention-days N] [--workers N] [--instance-id ID]
-                       serve the /v2 API (Fastify) until SIGTERM or SIGINT`,
+        [--retention-days N] [--workers N] [--instance-id ID] [--console on|off]
+                       serve the /v2 API (Fastify) and the console at /console
+                       until SIGTERM or SIGINT`,
   migrate: `  migrate [--database URL|FILE]
                        apply storage migrations and exit`,
   keys: `  keys create [--workspace W] [--scopes a,b] [--name N] [--rate-limit N/S] [--database ...]

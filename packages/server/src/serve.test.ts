@@ -98,6 +98,27 @@ describe('ferry serve (in process)', () => {
     expect(ownStatuses).toEqual([200, 200, 200, 200, 200, 429]);
   });
 
+  it('serves the console at /console, sends / there, and leaves both out with --console off', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-server-'));
+    server = await startServer(parseServeSettings(['--port', '0', '--database', join(dir, 'f.db'), '--log-level', 'silent'], {}));
+    const page = await fetch(`${server.url}/console/pipelines`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(await page.text()).toContain('<meta name="ferry-console-base" content="/console">');
+    const root = await fetch(`${server.url}/`, { redirect: 'manual' });
+    expect(root.status).toBe(302);
+    expect(root.headers.get('location')).toBe('/console/');
+    await server.close();
+
+    server = await startServer(parseServeSettings(['--port', '0', '--database', join(dir, 'f.db'), '--log-level', 'silent', '--console', 'off'], {}));
+    for (const path of ['/console', '/']) {
+      const res = await fetch(`${server.url}${path}`, { redirect: 'manual' });
+      expect(res.status).toBe(404);
+      expect(((await res.json()) as { code: string }).code).toBe('not_found');
+    }
+  });
+
   it('answers 503 on /healthz once the engine stops', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-server-'));
     server = await startServer(parseServeSettings(['--port', '0', '--database', join(dir, 'f.db'), '--log-level', 'silent'], {}));

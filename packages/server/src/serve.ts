@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createEngine, FerryError, postgresStorage, sqliteStorage, type Engine, type StorageConfig } from '@ferry/core';
 import type { RetentionOptionsInput } from '@ferry/core/internal';
 import { engineContext } from '@ferry/core/internal';
-import { ferryPlugin, ferryServerOptions } from '@ferry/fastify';
+import { ferryConsolePlugin, ferryPlugin, ferryServerOptions } from '@ferry/fastify';
 import { problemResponse, standaloneProblem, type RequestLog } from '@ferry/http';
 import Fastify from 'fastify';
 import type { DestinationStream, Logger as PinoLogger } from 'pino';
@@ -40,9 +40,13 @@ export function storageOf(database: DatabaseSetting): StorageConfig {
   return database.kind === 'postgres' ? postgresStorage({ connectionString: database.connectionString }) : sqliteStorage({ filename: database.filename });
 }
 
+/** Where `ferry serve` mounts the console. */
+const CONSOLE_PATH = '/console';
+
 /**
  * Starts the reference server (docs/operations.md): the engine on the configured storage with
- * every connector plugin, the /v2 API on Fastify, `GET /healthz` and `GET /metrics`.
+ * every connector plugin, the /v2 API on Fastify, the console at `/console` (unless turned off),
+ * `GET /healthz` and `GET /metrics`.
  */
 export async function startServer(settings: ServerSettings, options: StartServerOptions = {}): Promise<RunningServer> {
   const logger = createLogger(settings.logLevel, options.logDestination);
@@ -95,6 +99,11 @@ export async function startServer(settings: ServerSettings, options: StartServer
       ...(settings.rateLimit === undefined ? {} : { rateLimit: settings.rateLimit }),
       ...(settings.ingestRateLimit === undefined ? {} : { ingestRateLimit: settings.ingestRateLimit }),
     });
+    if (settings.console) {
+      await app.register(ferryConsolePlugin, { prefix: CONSOLE_PATH });
+      // Someone who opens the server's address in a browser lands on the console.
+      app.get('/', async (_request, reply) => reply.redirect(`${CONSOLE_PATH}/`, 302));
+    }
   }
   app.get('/healthz', async (_request, reply) => {
     if (engine.state === 'running' && (await engine.ping())) return reply.code(200).send({ status: 'ok' });
@@ -114,7 +123,10 @@ export async function startServer(settings: ServerSettings, options: StartServer
     throw error;
   }
   const port = (app.server.address() as { port: number }).port;
-  logger.info({ url: address, storage: engineContext(engine).storage.description, role: settings.role }, `ferry listening on ${address}`);
+  logger.info(
+    { url: address, storage: engineContext(engine).storage.description, role: settings.role, ...(serves && settings.console ? { console: `${address}${CONSOLE_PATH}/` } : {}) },
+    `ferry listening on ${address}`,
+  );
 
   let closing: Promise<void> | undefined;
   return {

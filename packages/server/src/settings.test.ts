@@ -16,7 +16,15 @@ describe('server settings', () => {
       outboundAllow: [],
       logLevel: 'info',
       workers: 0,
+      console: true,
     });
+  });
+
+  it('serves the console unless --console or FERRY_CONSOLE says off', () => {
+    expect(parseServeSettings([], { FERRY_CONSOLE: 'OFF' }).console).toBe(false);
+    expect(parseServeSettings(['--console', 'on'], { FERRY_CONSOLE: 'off' }).console).toBe(true);
+    expect(() => parseServeSettings(['--console=no'], {})).toThrow(/--console must be on or off, not "no"/);
+    expect(() => parseServeSettings([], { FERRY_CONSOLE: '1' })).toThrow(/FERRY_CONSOLE must be on or off/);
   });
 
   it('reads the instance id from FERRY_INSTANCE_ID or --instance-id, short enough for its workers\u2019 ids', () => {

@@ -44,6 +44,8 @@ export interface ServerSettings {
    * worker `<this id>-worker-<n>`.
    */
   instanceId?: string;
+  /** Whether an API process serves the Ferry Console at `/console` (default true; `--console off`). */
+  console: boolean;
 }
 
 /** What an instance id may be spelled with: it names leases and appears in logs. */
@@ -119,6 +121,7 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
       'retention-days': { type: 'string' },
       workers: { type: 'string' },
       'instance-id': { type: 'string' },
+      console: { type: 'string' },
     },
     strict: true,
     allowPositionals: false,
@@ -145,6 +148,10 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
       `${values['instance-id'] !== undefined ? '--instance-id' : 'FERRY_INSTANCE_ID'} must be 1 to ${maxIdLength} letters, digits, '.', '_', ':' or '-', starting with a letter or digit, not ${JSON.stringify(instanceId.slice(0, 40))}.`,
     );
   }
+  const consoleSetting = (nonEmpty(values.console ?? env.FERRY_CONSOLE) ?? 'on').toLowerCase();
+  if (consoleSetting !== 'on' && consoleSetting !== 'off') {
+    throw new SettingsError(`${values.console !== undefined ? '--console' : 'FERRY_CONSOLE'} must be on or off, not ${JSON.stringify(consoleSetting.slice(0, 40))}.`);
+  }
   const rateLimit = nonEmpty(values['rate-limit'] ?? env.FERRY_RATE_LIMIT);
   const ingestRateLimit = nonEmpty(values['ingest-rate-limit'] ?? env.FERRY_INGEST_RATE_LIMIT);
   return {
@@ -160,6 +167,7 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
       .filter((s) => s.length > 0),
     logLevel,
     workers: Number(workers),
+    console: consoleSetting === 'on',
     ...(retention === undefined ? {} : { retentionDays: Number(retention) }),
     ...(instanceId === undefined ? {} : { instanceId }),
     ...(rateLimit === undefined ? {} : { rateLimit: parseRateLimit(rateLimit, values['rate-limit'] !== undefined ? '--rate-limit' : 'FERRY_RATE_LIMIT') }),
