@@ -4,7 +4,8 @@
 // blocks, the packed packages), then a subset again on Node 22 and 24. Nothing needs
 // to be installed by hand: `npm ci` brings the Postgres binaries and s3rver, the tests start
 // their own servers (or use DATABASE_URL when it is set), and this script installs librdkafka's
-// headers (Debian's librdkafka-dev, for the Kafka mock cluster) when they are missing.
+// headers (Debian's librdkafka-dev, for the Kafka mock cluster) and Chromium (for the console's
+// browser tests) when they are missing.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 
@@ -32,21 +33,33 @@ const steps = [
 ];
 
 /**
- * The Kafka mock cluster is built against librdkafka's headers: installed with apt when they are
- * missing, as root or through password-less sudo; otherwise the run stops saying what to install.
+ * What the tests need from Debian, by a file each package installs: librdkafka's headers (the
+ * Kafka mock cluster is built against them) and Chromium (the console's tests drive it; browser
+ * downloads by test tools cannot work here, Debian's package does).
  */
-function ensureLibrdkafka() {
-  if (existsSync('/usr/include/librdkafka/rdkafka_mock.h')) return;
-  console.log('\n== prerequisites: installing librdkafka-dev (headers for the Kafka mock cluster)');
+const DEBIAN_PACKAGES = [
+  ['librdkafka-dev', '/usr/include/librdkafka/rdkafka_mock.h', 'headers for the Kafka mock cluster'],
+  ['chromium', '/usr/bin/chromium', 'the browser the console tests drive'],
+];
+
+/**
+ * Installs the missing ones with apt, as root or through password-less sudo; otherwise the run
+ * stops saying what to install.
+ */
+function ensureDebianPackages() {
+  const missing = DEBIAN_PACKAGES.filter(([, file]) => !existsSync(file));
+  if (missing.length === 0) return;
+  console.log(`\n== prerequisites: installing ${missing.map(([name, , why]) => `${name} (${why})`).join(', ')}`);
   const root = process.getuid?.() === 0;
   const run = (args) =>
     spawnSync(root ? args[0] : 'sudo', root ? args.slice(1) : ['-n', ...args], { stdio: 'inherit', env: { ...env, DEBIAN_FRONTEND: 'noninteractive' } });
-  if (run(['apt-get', 'update', '-qq']).status !== 0 || run(['apt-get', 'install', '-y', '-qq', 'librdkafka-dev']).status !== 0) {
-    console.error('\n== prerequisites FAILED: install librdkafka-dev (apt-get install -y librdkafka-dev) and a C compiler, then run again');
+  const names = missing.map(([name]) => name);
+  if (run(['apt-get', 'update', '-qq']).status !== 0 || run(['apt-get', 'install', '-y', '-qq', ...names]).status !== 0) {
+    console.error(`\n== prerequisites FAILED: install ${names.join(' ')} (apt-get install -y ${names.join(' ')}) and a C compiler, then run again`);
     process.exit(1);
   }
 }
-ensureLibrdkafka();
+ensureDebianPackages();
 
 for (const [name, [cmd, ...args]] of steps) {
   const started = performance.now();
