@@ -35,6 +35,23 @@ export interface Page<T> {
 
 type Query = Record<string, string | number | undefined | null>;
 
+/** A random UUID; `crypto.randomUUID` exists only in secure contexts (https, localhost). */
+function uuid(): string {
+  if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6]! & 0x0f) | 0x40;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const h = [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/**
+ * Idempotency keys of POSTs whose outcome is unknown (no answer, a 5xx, the first request still
+ * running), by method, path and body: the same action tried again reuses its key, so the API
+ * answers the first outcome instead of acting twice (a rotation generating a second secret).
+ */
+const pendingIntents = new Map<string, string>();
+
 /** Listeners told when the API answers 401: the key was revoked or is wrong. */
 const unauthenticatedListeners = new Set<() => void>();
 
@@ -65,14 +82,21 @@ export async function api<T>(method: string, path: string, options: { query?: Qu
     headers['content-type'] = 'application/json';
     body = JSON.stringify(options.body);
   }
-  // A retried click must not act twice: every POST carries its own idempotency key.
-  if (method === 'POST') headers['idempotency-key'] = crypto.randomUUID();
+  const intent = `${method} ${path} ${body ?? ''}`;
+  if (method === 'POST') {
+    const idempotencyKey = pendingIntents.get(intent) ?? uuid();
+    pendingIntents.set(intent, idempotencyKey);
+    headers['idempotency-key'] = idempotencyKey;
+  }
   let response: Response;
   try {
     response = await fetch(url(path, options.query), { method, headers, body, credentials: 'omit', cache: 'no-store', referrerPolicy: 'no-referrer' });
   } catch (error) {
     throw new ApiError({ status: 0, code: 'network_error', title: 'The API could not be reached', detail: error instanceof Error ? error.message : String(error) });
   }
+  // An outcome the API decided: the next click is a new action.
+  if (response.status < 500 && response.status !== 409) pendingIntents.delete(intent);
+  else if (response.status === 409 && response.headers.get('retry-after') === null) pendingIntents.delete(intent);
   if (response.status === 204) return undefined as T;
   const text = await response.text();
   let parsed: unknown;

@@ -6,7 +6,9 @@ const number = new Intl.NumberFormat('en');
 /** `3 min ago`, `in 5 s`; empty for null. */
 export function ago(iso: string | null | undefined, now = Date.now()): string {
   if (!iso) return '';
-  const seconds = Math.round((Date.parse(iso) - now) / 1000);
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) return iso;
+  const seconds = Math.round((ms - now) / 1000);
   const abs = Math.abs(seconds);
   if (abs < 60) return relative.format(seconds, 'second');
   if (abs < 3600) return relative.format(Math.round(seconds / 60), 'minute');
@@ -25,8 +27,9 @@ export function duration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '';
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
-  const minutes = Math.floor(ms / 60_000);
-  return `${minutes} min ${Math.round((ms % 60_000) / 1000)} s`;
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+  return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
 }
 
 /** A run's duration, from its start to its end (or to now while it runs). */

@@ -4,6 +4,7 @@ export type Health = 'healthy' | 'degraded' | 'down';
 
 export interface Connector {
   id: string;
+  /** The API's name, or its id when it has none (see `named` in data.ts). */
   name: string;
   type: string;
   direction: 'source' | 'destination' | 'bidirectional';

@@ -18,13 +18,29 @@ export interface Location {
 
 const listeners = new Set<() => void>();
 
+/** Set by a move between views, taken by the next view's heading (see {@link takeFocusRequest}). */
+let focusRequested = false;
+
+/**
+ * Whether the view just shown was reached by a move inside the console (a link, the back
+ * button), which moves focus to its heading: the link that was clicked is gone with the old view.
+ */
+export function takeFocusRequest(): boolean {
+  const requested = focusRequested;
+  focusRequested = false;
+  return requested;
+}
+
 function current(): Location {
   const { pathname, search } = window.location;
   const path = pathname.startsWith(CONSOLE_BASE) ? pathname.slice(CONSOLE_BASE.length) : pathname;
   return { path: path === '' ? '/' : path, query: new URLSearchParams(search) };
 }
 
-window.addEventListener('popstate', () => listeners.forEach((l) => l()));
+window.addEventListener('popstate', () => {
+  focusRequested = true;
+  listeners.forEach((l) => l());
+});
 
 /** The full URL of a view: `href('/pipelines', { state: 'active' })`. */
 export function href(path: string, query: Record<string, string | undefined | null> = {}): string {
@@ -37,7 +53,10 @@ export function href(path: string, query: Record<string, string | undefined | nu
 /** Goes to a view (a URL from {@link href}); `replace` keeps the history entry. */
 export function navigate(url: string, options: { replace?: boolean } = {}): void {
   if (options.replace) history.replaceState(null, '', url);
-  else history.pushState(null, '', url);
+  else {
+    history.pushState(null, '', url);
+    focusRequested = true;
+  }
   listeners.forEach((l) => l());
 }
 

@@ -22,24 +22,36 @@ export interface Resource<T> {
 export function useResource<T>(load: () => Promise<T>, deps: unknown[], refreshMs?: number): Resource<T> {
   const [state, setState] = useState<{ data: T | undefined; problem: Problem | undefined; loading: boolean }>({ data: undefined, problem: undefined, loading: true });
   const generation = useRef(0);
+  const inFlight = useRef(false);
   const loadRef = useRef(load);
   loadRef.current = load;
 
   const run = useCallback((fresh: boolean) => {
     const mine = ++generation.current;
+    inFlight.current = true;
     if (fresh) setState({ data: undefined, problem: undefined, loading: true });
+    const settle = () => {
+      if (mine === generation.current) inFlight.current = false;
+      return mine === generation.current;
+    };
     loadRef.current().then(
-      (data) => mine === generation.current && setState({ data, problem: undefined, loading: false }),
-      (error: unknown) => mine === generation.current && setState((s) => ({ data: s.data, problem: problemOf(error), loading: false })),
+      (data) => settle() && setState({ data, problem: undefined, loading: false }),
+      (error: unknown) => settle() && setState((s) => ({ data: s.data, problem: problemOf(error), loading: false })),
     );
   }, []);
 
-  useEffect(() => run(true), deps);
+  useEffect(() => {
+    run(true);
+    // Leaving the view (or its deps changing): a late answer is dropped.
+    return () => void ++generation.current;
+  }, deps);
 
   useEffect(() => {
     if (!refreshMs) return;
     const timer = setInterval(() => {
-      if (document.visibilityState === 'visible') run(false);
+      // A slow API: the next poll waits for the last one instead of replacing it, so answers
+      // slower than the interval still arrive.
+      if (document.visibilityState === 'visible' && !inFlight.current) run(false);
     }, refreshMs);
     return () => clearInterval(timer);
   }, [refreshMs, ...deps]);

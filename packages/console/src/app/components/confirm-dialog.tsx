@@ -1,5 +1,5 @@
 import type { ComponentChildren, JSX } from 'preact';
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useId, useRef } from 'preact/hooks';
 
 /**
  * A modal confirmation, on the native `<dialog>`: focus moves into it and stays there, Escape
@@ -17,6 +17,7 @@ export function ConfirmDialog(props: {
   children: ComponentChildren;
 }): JSX.Element {
   const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
   useEffect(() => {
     const dialog = ref.current;
     if (!dialog) return;
@@ -24,7 +25,7 @@ export function ConfirmDialog(props: {
     if (!props.open && dialog.open) dialog.close();
   }, [props.open]);
   return (
-    <dialog ref={ref} class="dialog" aria-labelledby="dialog-title" onCancel={(e) => (e.preventDefault(), props.onCancel())}>
+    <dialog ref={ref} class="dialog" aria-labelledby={titleId} onCancel={(e) => (e.preventDefault(), props.onCancel())}>
       <form
         method="dialog"
         onSubmit={(e) => {
@@ -32,7 +33,7 @@ export function ConfirmDialog(props: {
           props.onConfirm(e.currentTarget);
         }}
       >
-        <h2 id="dialog-title">{props.title}</h2>
+        <h2 id={titleId}>{props.title}</h2>
         <div class="dialog-body">{props.children}</div>
         <div class="dialog-actions">
           <button type="button" class="button" onClick={props.onCancel}>

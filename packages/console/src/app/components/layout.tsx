@@ -1,6 +1,6 @@
 import type { ComponentChildren, JSX } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
-import { href, Link } from '../router.js';
+import { href, Link, takeFocusRequest } from '../router.js';
 
 const SECTIONS = [
   { path: '/pipelines', label: 'Pipelines' },
@@ -22,11 +22,12 @@ export interface Shell {
 export function Layout(props: Shell & { title: string; actions?: ComponentChildren; children: ComponentChildren }): JSX.Element {
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
+    // Titles stay in the browser's history: views never put a URL or a secret in them.
     document.title = `${props.title} · Ferry Console`;
   }, [props.title]);
   useEffect(() => {
     // Not on the first load: focus then stays where the browser put it.
-    if (document.activeElement && document.activeElement !== document.body) heading.current?.focus();
+    if (takeFocusRequest()) heading.current?.focus();
   }, [props.path]);
   return (
     <>

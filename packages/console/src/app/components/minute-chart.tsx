@@ -55,9 +55,11 @@ export function MinuteChart({ minutes, compact = false }: { minutes: Minute[] | 
       : {
           width,
           height: 180,
+          // The console shows every time in UTC, as the API gives them.
+          tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
           legend: { live: false },
           scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
-          axes: [{}, { size: 56 }],
+          axes: [{ values: (_u, splits) => splits.map((v) => new Date(v * 1000).toISOString().slice(11, 16)) }, { size: 56 }],
           series: [{ label: 'Minute (UTC)', value: (_u, v) => (v === null ? '' : new Date(v * 1000).toISOString().slice(11, 16)) }, ...series.map((s) => ({ label: s.label, stroke: s.stroke, width: 1.5, points: { show: false } }))],
         };
     plot.current = new uPlot(options, data, element);

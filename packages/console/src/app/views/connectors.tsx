@@ -10,6 +10,7 @@ import { Pager } from '../components/pager.js';
 import { ProblemBox } from '../components/problem-box.js';
 import { ago, count, utc } from '../format.js';
 import type { CheckResult, Connector } from '../records.js';
+import { named } from '../data.js';
 import { href, type Location } from '../router.js';
 import { useAction } from '../use-action.js';
 import { useResource } from '../use-resource.js';
@@ -41,7 +42,14 @@ export function ConnectorsView({ location, shell }: { location: Location; shell:
   const [rotating, setRotating] = useState<Connector | undefined>();
   const [generated, setGenerated] = useState<{ name: string; secret: string } | undefined>();
   const [open, setOpen] = useState<string | undefined>();
-  const resource = useResource<Page<Connector>>(() => api<Page<Connector>>('GET', '/v2/connectors', { query: { limit: 50, cursor } }), [cursor], 15_000);
+  const resource = useResource<Page<Connector>>(
+    async () => {
+      const page = await api<Page<Connector>>('GET', '/v2/connectors', { query: { limit: 50, cursor } });
+      return { ...page, data: page.data.map(named) };
+    },
+    [cursor],
+    15_000,
+  );
   const connectors = resource.data?.data;
 
   const check = (c: Connector) =>
@@ -60,8 +68,9 @@ export function ConnectorsView({ location, shell }: { location: Location; shell:
         const paused = answer.rotation.paused_pipeline_ids.length;
         return `${c.name}: credentials rotated${paused ? `; ${paused} pipeline${paused === 1 ? ' was' : 's were'} paused and resumed` : ''}.`;
       })
-      .then(() => {
-        setRotating(undefined);
+      .then((ok) => {
+        // A failed rotation keeps the dialog, its fields and its problem on screen.
+        if (ok) setRotating(undefined);
         resource.reload();
       });
   };
@@ -174,7 +183,7 @@ export function ConnectorsView({ location, shell }: { location: Location; shell:
             {secretFields(rotating).map((field) => (
               <div class="field" key={field}>
                 <label for={`secret-${field}`}>{field}</label>
-                <input id={`secret-${field}`} name={`secret-${field}`} type="password" autoComplete="new-password" spellcheck={false} />
+                <input id={`secret-${field}`} name={`secret-${field}`} type="password" autoComplete="off" spellcheck={false} />
               </div>
             ))}
           </>

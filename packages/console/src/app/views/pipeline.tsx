@@ -1,6 +1,6 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api, type Page } from '../api.js';
+import { api, type Page, type Problem } from '../api.js';
 import { ActionOutcome } from '../components/action-outcome.js';
 import { Badge } from '../components/badge.js';
 import { ConfirmDialog } from '../components/confirm-dialog.js';
@@ -9,7 +9,7 @@ import { Layout, type Shell } from '../components/layout.js';
 import { MinuteChart } from '../components/minute-chart.js';
 import { Pager } from '../components/pager.js';
 import { ProblemBox } from '../components/problem-box.js';
-import { connectorsById, pipelineStats } from '../data.js';
+import { connectorsById, figures, pipelineStats } from '../data.js';
 import { ago, count, inputFromIso, isoFromInput, runDuration, utc } from '../format.js';
 import type { Connector, FerryEvent, Pipeline, PipelineStats, Run } from '../records.js';
 import { href, Link, navigate, type Location } from '../router.js';
@@ -24,6 +24,8 @@ interface Loaded {
   pipeline: Pipeline;
   connectors: Map<string, Connector>;
   stats: PipelineStats | undefined;
+  /** Why the figures could not be read, when they could not. */
+  statsProblem: Problem | undefined;
 }
 
 /** The events listing's filters, as the URL holds them. */
@@ -47,8 +49,9 @@ export function PipelineView({ id, tab, location, shell }: { id: string; tab: 'e
   const resource = useResource<Loaded>(
     async () => {
       const pipeline = await api<Pipeline>('GET', `/v2/pipelines/${encodeURIComponent(id)}`);
-      const [connectors, stats] = await Promise.all([connectorsById([pipeline.source_connector_id, pipeline.destination_connector_id]), pipelineStats(pipeline.id)]);
-      return { pipeline, connectors, stats };
+      const [connectors, answer] = await Promise.all([connectorsById([pipeline.source_connector_id, pipeline.destination_connector_id]), pipelineStats(pipeline.id)]);
+      const stats = figures(answer);
+      return { pipeline, connectors, stats, statsProblem: stats ? undefined : (answer as Problem) };
     },
     [id],
     15_000,
@@ -92,7 +95,13 @@ export function PipelineView({ id, tab, location, shell }: { id: string; tab: 'e
         </dl>
         <div class="chart-panel">
           <h2 class="panel-title">Events per minute, last hour</h2>
-          <MinuteChart minutes={data?.stats?.per_minute} />
+          {data?.statsProblem ? (
+            <div class="chart-missing">
+              <ProblemBox problem={data.statsProblem} context="The figures could not be read" />
+            </div>
+          ) : (
+            <MinuteChart minutes={data?.stats?.per_minute} />
+          )}
         </div>
       </section>
       <nav class="tabs" aria-label="Pipeline">
@@ -150,8 +159,8 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
         const answer = await api<{ count: number }>('POST', `/v2/pipelines/${encodeURIComponent(pipelineId)}/events/replay`, { body });
         return `${count(answer.count)} dead-lettered event${answer.count === 1 ? ' is' : 's are'} being replayed.`;
       })
-      .then(() => {
-        setConfirming(false);
+      .then((ok) => {
+        if (ok) setConfirming(false);
         resource.reload();
         onChanged();
       });
@@ -204,6 +213,7 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
         <p>
           Every dead-lettered event of this pipeline{scope ? ` ${scope}` : ''} runs again from the stage where it failed. Events that fail again are dead-lettered again.
         </p>
+        {action.problem ? <ProblemBox problem={action.problem} context="The replay failed" /> : null}
       </ConfirmDialog>
       <ActionOutcome action={action} />
       {resource.problem ? <ProblemBox problem={resource.problem} context="The events could not be loaded" /> : null}

@@ -1,5 +1,5 @@
 import type { JSX } from 'preact';
-import { api, type Page } from '../api.js';
+import { api, type Page, type Problem } from '../api.js';
 import { ActionOutcome } from '../components/action-outcome.js';
 import { Badge } from '../components/badge.js';
 import { EmptyState } from '../components/empty-state.js';
@@ -7,7 +7,7 @@ import { Layout, type Shell } from '../components/layout.js';
 import { MinuteChart } from '../components/minute-chart.js';
 import { Pager } from '../components/pager.js';
 import { ProblemBox } from '../components/problem-box.js';
-import { connectorsById, pipelineStats } from '../data.js';
+import { connectorsById, figures, pipelineStats } from '../data.js';
 import { ago, count, utc } from '../format.js';
 import type { Connector, Pipeline, PipelineStats } from '../records.js';
 import { href, Link, type Location } from '../router.js';
@@ -15,12 +15,12 @@ import { useAction } from '../use-action.js';
 import { useResource } from '../use-resource.js';
 import { PipelineActions } from './pipeline-actions.js';
 
-const STATES = ['', 'active', 'paused', 'draft'] as const;
+const STATES = ['', 'active', 'paused', 'draft', 'deleting'] as const;
 
 interface Loaded {
   page: Page<Pipeline>;
   connectors: Map<string, Connector>;
-  stats: Map<string, PipelineStats | undefined>;
+  stats: Map<string, PipelineStats | Problem>;
 }
 
 /** A connector's name and health, in a table cell. */
@@ -89,7 +89,8 @@ export function PipelinesView({ location, shell }: { location: Location; shell: 
             <tbody>
               {data
                 ? data.page.data.map((p) => {
-                    const stats = data.stats.get(p.id);
+                    const answer = data.stats.get(p.id);
+                    const stats = figures(answer);
                     return (
                       <tr key={p.id}>
                         <th scope="row">
@@ -118,6 +119,7 @@ export function PipelinesView({ location, shell }: { location: Location; shell: 
                         </td>
                         <td>
                           <MinuteChart minutes={stats?.per_minute} compact />
+                          <div class="muted small">{stats ? `${count(stats.per_minute.reduce((n, m) => n + m.events_written, 0))} written` : '\u00a0'}</div>
                         </td>
                         <td class="number">
                           {stats ? (
@@ -129,7 +131,9 @@ export function PipelinesView({ location, shell }: { location: Location; shell: 
                               '0'
                             )
                           ) : (
-                            <span class="muted">–</span>
+                            <span class="muted" title={answer && 'code' in answer ? `${answer.code}: ${answer.detail ?? ''}` : undefined}>
+                              –
+                            </span>
                           )}
                         </td>
                         <td>

@@ -83,7 +83,7 @@ export function WebhookView({ id, location, shell }: { id: string; location: Loc
   );
 
   return (
-    <Layout {...shell} title={s ? `Webhook ${s.url}` : 'Webhook'} actions={actions}>
+    <Layout {...shell} title={s ? `Webhook ${s.description || s.id}` : 'Webhook'} actions={actions}>
       {subscription.problem ? <ProblemBox problem={subscription.problem} context="The subscription could not be loaded" /> : null}
       <dl class="facts">
         <div>
