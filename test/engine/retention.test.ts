@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, expect, it } from 'vitest';
+import { afterEach, expect, it, vi } from 'vitest';
 import { createEngine, generateSecretKey, sqliteStorage, type Engine } from '@ferry/core';
 import type { RetentionOptionsInput } from '@ferry/core/internal';
 import { engineContext } from '@ferry/core/internal';
@@ -66,18 +66,51 @@ it('deletes delivered events past their retention on the clock, and keeps the de
   await eventually(clock, async () => (await listAll(engine, pipeline.id)).length === 2, MINUTE);
 });
 
-it('keeps everything by default, and in an engine that runs no pipelines', async () => {
+it('keeps everything but the per-minute counts by default, and everything in an engine that runs no pipelines', async () => {
   for (const [retention, runtime] of [[{}, undefined], [{ eventsMs: DAY, intervalMs: HOUR }, false]] as const) {
     const { engine, clock } = await start(retention, runtime);
-    await engineContext(engine).storage.repos.events.upsertMany([
+    const repos = engineContext(engine).storage.repos;
+    await repos.events.upsertMany([
       { id: 'evt_old', workspace_id: WS, pipeline_id: 'pip_x', type: 't', occurred_at: '2020-01-01T00:00:00.000Z', payload: {}, status: 'delivered', attempts: 1, error: null, dead_lettered_at: null, created_at: '2020-01-01T00:00:00.000Z', updated_at: '2020-01-01T00:00:00.000Z' },
     ]);
+    await repos.pipelineMinutes.add({ pipeline_id: 'pip_x', workspace_id: WS, minute: '2020-01-01T00:00:00.000Z', events_read: 1, events_written: 1, events_filtered: 0, events_dead_lettered: 0 });
     await clock.advance(2 * DAY);
-    expect(await engineContext(engine).storage.repos.events.get(WS, 'evt_old')).not.toBeNull();
+    expect(await repos.events.get(WS, 'evt_old')).not.toBeNull();
+    expect(await repos.pipelineMinutes.oldest()).toBe(runtime === false ? '2020-01-01T00:00:00.000Z' : null);
   }
+});
+
+it('deletes the per-minute counts of a pipeline 7 days after their minute, by default, waking only when they are due', async () => {
+  const { engine, clock, hub } = await start({});
+  const passes = vi.spyOn(engineContext(engine).storage.repos.pipelineMinutes, 'deleteBefore');
+  for (let n = 0; n < 3; n++) hub.stream('in').push({ type: 'order.created', payload: { n } });
+  const source = await engine.connectors.create(WS, { type: 'memory', direction: 'source', config: { name: 'in' } });
+  const destination = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
+  const pipeline = await engine.pipelines.create(WS, { name: 'counted', source_connector_id: source.id, destination_connector_id: destination.id, activate: true, batch_size: 100, flush_interval_ms: HOUR });
+  await eventually(clock, async () => (await listAll(engine, pipeline.id)).length === 3, 1000);
+  const committedAt = clock.now();
+  const window = async () => (await engine.pipelines.stats(WS, pipeline.id, { minutes: 1440 })).per_minute.reduce((n, m) => n + m.events_read, 0);
+  const stored = () => engineContext(engine).storage.repos.pipelineMinutes.oldest();
+  expect(await window()).toBe(3);
+
+  // Kept a week: gone from the day's window after a day, still stored until the week is out.
+  // Meanwhile the job ran once (10 minutes in), then slept until that minute's week was out.
+  await clock.advance(6 * DAY);
+  expect(await window()).toBe(0);
+  expect(await stored()).not.toBeNull();
+  expect(passes).toHaveBeenCalledTimes(1);
+  await clock.advanceTo(committedAt + 7 * DAY + 11 * MINUTE);
+  await eventually(clock, async () => (await stored()) === null, MINUTE);
+  expect(passes).toHaveBeenCalledTimes(2);
+  // With nothing left to delete, the next pass is a week away.
+  await clock.advance(6 * DAY);
+  expect(passes).toHaveBeenCalledTimes(2);
+  // The events themselves have no retention by default.
+  expect(await listAll(engine, pipeline.id)).toHaveLength(3);
 });
 
 it('refuses a retention that is not a positive number of ms', async () => {
   await expect(start({ eventsMs: 0 })).rejects.toThrow(/retention.eventsMs/);
+  await expect(start({ pipelineMinutesMs: -1 })).rejects.toThrow(/retention.pipelineMinutesMs/);
   await expect(start({ intervalMs: 10 })).rejects.toThrow(/retention.intervalMs/);
 });

@@ -120,6 +120,7 @@ describeMatrix('workspace isolation', (ctx) => {
     ['POST', (o) => `/v2/pipelines/${o.pipeline}/pause`],
     ['POST', (o) => `/v2/pipelines/${o.pipeline}/runs`],
     ['GET', (o) => `/v2/pipelines/${o.pipeline}/runs`],
+    ['GET', (o) => `/v2/pipelines/${o.pipeline}/stats`],
     ['GET', (o) => `/v2/pipelines/${o.pipeline}/events`],
     ['POST', (o) => `/v2/pipelines/${o.pipeline}/events/replay`, {}],
     ['POST', (o) => `/v2/events/${o.event}/replay`],

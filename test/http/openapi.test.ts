@@ -215,6 +215,8 @@ describe.each(ADAPTERS)('the OpenAPI document [%s]', (adapter) => {
     await call('PATCH', '/v2/pipelines/{id}', `/v2/pipelines/${pipeline.id}`, { description: 'documented' });
     await call('POST', '/v2/pipelines/{id}/activate', `/v2/pipelines/${pipeline.id}/activate`);
     await call('GET', '/v2/pipelines/{id}/runs', `/v2/pipelines/${pipeline.id}/runs`);
+    await call('GET', '/v2/pipelines/{id}/stats', `/v2/pipelines/${pipeline.id}/stats?minutes=5`);
+    await call('GET', '/v2/pipelines/{id}/stats', `/v2/pipelines/${pipeline.id}/stats?minutes=0`);
     await call('POST', '/v2/pipelines/{id}/runs', `/v2/pipelines/${pipeline.id}/runs`);
     await call('POST', '/v2/pipelines/{id}/pause', `/v2/pipelines/${pipeline.id}/pause`);
     await call('GET', '/v2/pipelines/{id}/events', `/v2/pipelines/${pipeline.id}/events`);

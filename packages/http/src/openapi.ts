@@ -188,7 +188,9 @@ function operation(route: RouteDefinition, ctx: Context): Record<string, unknown
           ? { type: 'string', enum: [...param.values] }
           : param.kind === 'timestamp'
             ? { type: 'string', format: 'date-time' }
-            : { type: 'string', minLength: 1, maxLength: param.maxLength ?? 200 };
+            : param.kind === 'integer'
+              ? { type: 'integer', minimum: param.minimum, maximum: param.maximum, default: param.default }
+              : { type: 'string', minLength: 1, maxLength: param.maxLength ?? 200 };
     const description = 'description' in param ? param.description : undefined;
     parameters.push({ name, in: 'query', required: false, schema, ...(description ? { description } : {}) });
   }

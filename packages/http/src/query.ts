@@ -9,8 +9,9 @@ export const PAGE_QUERY: Record<string, QueryParam> = { limit: { kind: 'limit' }
 /**
  * Reads a query string against a route's parameters: each known parameter at most once, no
  * unknown ones (400 with every problem at once, pointers `/<name>` like the service's own).
- * `limit` must be an integer of at least 1 (larger than 100 is lowered by the service).
- * Timestamps and enums are left to the services, which report them with the same codes.
+ * `limit` must be an integer of at least 1 (larger than 100 is lowered by the service), an
+ * integer parameter an integer within its bounds (`type`, `out_of_range`: the codes the service
+ * would give). Timestamps are left to the services, which report them with the same codes.
  */
 export function parseQuery(search: string, spec: Record<string, QueryParam> | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -46,6 +47,14 @@ export function parseQuery(search: string, spec: Record<string, QueryParam> | un
         if (!param.values.includes(value)) errors.push({ pointer, code: 'enum', detail: `Expected one of ${param.values.join(', ')}.` });
         else out[name] = value;
         break;
+      case 'integer': {
+        // Digits only, as for `limit`: `1e3`, ` 5` or `5.0` are not what a client means by 5.
+        const n = /^-?\d+$/.test(value) ? Number(value) : Number.NaN;
+        if (Number.isNaN(n)) errors.push({ pointer, code: 'type', detail: 'Expected an integer.' });
+        else if (n < param.minimum || n > param.maximum) errors.push({ pointer, code: 'out_of_range', detail: `Expected an integer from ${param.minimum} to ${param.maximum}.` });
+        else out[name] = n;
+        break;
+      }
       case 'string':
         if (value.length === 0 || value.length > (param.maxLength ?? 200)) {
           errors.push({ pointer, code: value.length === 0 ? 'too_short' : 'too_long', detail: `Expected 1 to ${param.maxLength ?? 200} characters.` });

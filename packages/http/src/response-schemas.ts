@@ -14,6 +14,7 @@ export const responseSchemas: Record<string, TSchema> = {
   ConnectorRotation: resourceSchemas.ConnectorRotation,
   Pipeline: resourceSchemas.Pipeline,
   Run: resourceSchemas.Run,
+  PipelineStats: resourceSchemas.PipelineStats,
   Event: resourceSchemas.EventRecord,
   Count: resourceSchemas.Count,
   Webhook: resourceSchemas.WebhookSubscription,

@@ -8,6 +8,7 @@ export type QueryParam =
   | { kind: 'string'; maxLength?: number; description: string }
   | { kind: 'enum'; values: readonly string[]; description: string }
   | { kind: 'timestamp'; description: string }
+  | { kind: 'integer'; minimum: number; maximum: number; default: number; description: string }
   | { kind: 'limit' }
   | { kind: 'cursor' };
 

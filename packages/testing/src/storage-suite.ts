@@ -463,6 +463,68 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       });
     });
 
+    it('pipeline minutes: batches add up within a minute, a new minute gets a row of its own, a window reads one workspace', async () => {
+      const minute = (ms: number) => new Date(T0 + ms - (ms % 60_000)).toISOString();
+      const batch = (ms: number, read: number, overrides: { pipeline_id?: string; workspace_id?: string; written?: number; filtered?: number; dead?: number } = {}) => ({
+        pipeline_id: overrides.pipeline_id ?? 'pip_1',
+        workspace_id: overrides.workspace_id ?? 'ws_a',
+        minute: minute(ms),
+        events_read: read,
+        events_written: overrides.written ?? read,
+        events_filtered: overrides.filtered ?? 0,
+        events_dead_lettered: overrides.dead ?? 0,
+      });
+      // Three batches in the first minute, one of them inside a transaction (as a commit is).
+      await storage.repos.pipelineMinutes.add(batch(1_000, 10));
+      await storage.transaction((trx) => trx.pipelineMinutes.add(batch(30_000, 5, { written: 3, filtered: 1, dead: 1 })));
+      await storage.repos.pipelineMinutes.add(batch(59_999, 1));
+      // The next minute, another pipeline, another workspace.
+      await storage.repos.pipelineMinutes.add(batch(60_000, 7));
+      await storage.repos.pipelineMinutes.add(batch(2_000, 100, { pipeline_id: 'pip_2' }));
+      await storage.repos.pipelineMinutes.add(batch(3_000, 100, { pipeline_id: 'pip_b', workspace_id: 'ws_b' }));
+
+      const window = await storage.repos.pipelineMinutes.range('ws_a', 'pip_1', at(0), at(10 * 60_000));
+      expect(window).toEqual([
+        { pipeline_id: 'pip_1', workspace_id: 'ws_a', minute: at(0), events_read: 16, events_written: 14, events_filtered: 1, events_dead_lettered: 1 },
+        { pipeline_id: 'pip_1', workspace_id: 'ws_a', minute: at(60_000), events_read: 7, events_written: 7, events_filtered: 0, events_dead_lettered: 0 },
+      ]);
+      // `until` is exclusive; another workspace sees nothing of the pipeline, even by its id.
+      expect((await storage.repos.pipelineMinutes.range('ws_a', 'pip_1', at(0), at(60_000))).map((r) => r.minute)).toEqual([at(0)]);
+      expect(await storage.repos.pipelineMinutes.range('ws_b', 'pip_1', at(0), at(10 * 60_000))).toEqual([]);
+      expect((await storage.repos.pipelineMinutes.range('ws_b', 'pip_b', at(0), at(60_000)))[0]?.events_read).toBe(100);
+    });
+
+    it('pipeline minutes: retention deletes the minutes before the cutoff, across pipelines, a chunk at a time', async () => {
+      expect(await storage.repos.pipelineMinutes.oldest()).toBeNull();
+      const row = (pipelineId: string, minutes: number) => ({
+        pipeline_id: pipelineId, workspace_id: 'ws_a', minute: at(minutes * 60_000), events_read: 1, events_written: 1, events_filtered: 0, events_dead_lettered: 0,
+      });
+      for (let m = 0; m < 5; m++) {
+        await storage.repos.pipelineMinutes.add(row('pip_1', m));
+        await storage.repos.pipelineMinutes.add(row('pip_2', m + 1));
+      }
+      expect(await storage.repos.pipelineMinutes.oldest()).toBe(at(0));
+      // Before minute 3: pip_1's minutes 0, 1, 2 and pip_2's 1, 2; oldest first, 2 per chunk.
+      expect(await storage.repos.pipelineMinutes.deleteBefore(at(3 * 60_000), 2)).toBe(2);
+      expect(await storage.repos.pipelineMinutes.oldest()).toBe(at(60_000));
+      expect(await storage.repos.pipelineMinutes.deleteBefore(at(3 * 60_000), 100)).toBe(3);
+      expect(await storage.repos.pipelineMinutes.deleteBefore(at(3 * 60_000), 100)).toBe(0);
+      const minutesOf = async (pipelineId: string) => (await storage.repos.pipelineMinutes.range('ws_a', pipelineId, at(0), at(3_600_000))).map((r) => r.minute);
+      expect(await minutesOf('pip_1')).toEqual([at(180_000), at(240_000)]);
+      expect(await minutesOf('pip_2')).toEqual([at(180_000), at(240_000), at(300_000)]);
+      expect(await storage.repos.pipelineMinutes.oldest()).toBe(at(180_000));
+    });
+
+    it('events: how many of a pipeline\'s events are dead-lettered and replaying now', async () => {
+      expect(await storage.repos.events.countOpen('pip_1')).toEqual({ dead_lettered: 0, replaying: 0 });
+      await storage.repos.events.upsertMany([
+        eventRow(1), eventRow(2, { status: 'filtered' }), eventRow(3, { status: 'dead_lettered' }), eventRow(4, { status: 'dead_lettered' }),
+        eventRow(5, { status: 'replaying' }), eventRow(6, { status: 'dead_lettered', pipeline_id: 'pip_2' }),
+      ]);
+      expect(await storage.repos.events.countOpen('pip_1')).toEqual({ dead_lettered: 2, replaying: 1 });
+      expect(await storage.repos.events.countOpen('pip_2')).toEqual({ dead_lettered: 1, replaying: 0 });
+    });
+
     it('idempotency: claim, in progress, completion, stale takeover, purge', async () => {
       const record = (owner: string, createdMs: number) => ({
         api_key_id: 'key_1', key: 'k1', workspace_id: 'ws_a', request_hash: 'hash-a', owner_token: owner,

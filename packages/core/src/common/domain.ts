@@ -54,6 +54,12 @@ export type CreatePipelineInput = Static<typeof inputSchemas.createPipeline>;
 /** Input of `pipelines.update`. `schedule: null` makes the pipeline streaming. */
 export type UpdatePipelineInput = Static<typeof inputSchemas.updatePipeline>;
 
+/** What `pipelines.stats` answers: a pipeline's events per minute over a window, and its open dead letters. */
+export type PipelineStats = Static<typeof resourceSchemas.PipelineStats>;
+
+/** Input of `pipelines.stats`. */
+export type PipelineStatsParams = Static<typeof inputSchemas.pipelineStats>;
+
 /** A data event that flowed through a pipeline. */
 export type EventRecord = Static<typeof resourceSchemas.EventRecord>;
 

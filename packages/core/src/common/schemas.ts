@@ -97,6 +97,10 @@ export const inputSchemas = {
     { additionalProperties: false },
   ),
   recoverDeliveries: Type.Object({ since: TimestampField, until: Type.Optional(TimestampField) }, { additionalProperties: false }),
+  pipelineStats: Type.Object(
+    { minutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 1440, default: 60, description: 'How many minutes the window holds, the current one last: 1 to 1440 (a day), default 60.' })) },
+    { additionalProperties: false },
+  ),
   bulkReplay: Type.Object(
     { since: Type.Optional(TimestampField), until: Type.Optional(TimestampField), type: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) },
     { additionalProperties: false },

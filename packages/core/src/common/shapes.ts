@@ -92,6 +92,26 @@ const Run = Type.Object({
   created_at: Timestamp,
 });
 
+const PipelineMinute = Type.Object({
+  minute: Type.String({ format: 'date-time', description: "The minute's start, UTC.", examples: ['2026-11-26T19:04:00.000Z'] }),
+  events_read: Type.Integer(),
+  events_written: Type.Integer(),
+  events_filtered: Type.Integer(),
+  events_dead_lettered: Type.Integer(),
+});
+
+const PipelineStats = Type.Object({
+  pipeline_id: Id('pipeline'),
+  minutes: Type.Integer({ description: 'How many minutes `per_minute` holds.' }),
+  since: Type.String({ format: 'date-time', description: 'The start of the first minute.', examples: ['2026-11-26T18:05:00.000Z'] }),
+  until: Type.String({ format: 'date-time', description: 'The end of the current minute (exclusive).', examples: ['2026-11-26T19:05:00.000Z'] }),
+  dead_lettered: Type.Integer({ description: "The pipeline's events that are `dead_lettered` now." }),
+  replaying: Type.Integer({ description: "The pipeline's events that are `replaying` now." }),
+  per_minute: Type.Array(PipelineMinute, {
+    description: "One entry per minute from `since` to `until`, oldest first, the current minute last; a minute without a commit counts zeros. The events the pipeline's batches committed, by the minute (UTC) of their commit; replays are not counted.",
+  }),
+});
+
 // A step's own fields are the step type's (`TransformStep`); only `type` is common to all.
 const TransformStep = Type.Unsafe<{ type: string } & JsonObject>(Type.Object({ type: Type.String() }, { additionalProperties: true }));
 
@@ -196,6 +216,7 @@ export const resourceSchemas = {
   ConnectorSigningSecret: Type.Object({ signing_secret: Type.String() }),
   Pipeline,
   Run,
+  PipelineStats,
   EventRecord,
   Count: Type.Object({ count: Type.Integer() }),
   WebhookSubscription,

@@ -15,7 +15,7 @@ import { ApiKeysService, IdempotencyService, WorkspacesService } from '../access
 import { PipelinesService, PipelineRuntime, resolveRuntimeOptions, type RuntimeOptionsInput, builtinTransforms, RunFeed, runsStream, storedRuns, type RunsStreamOptions } from '../pipelines/index.js';
 import { WebhooksService, resolveDeliveryOptions, type DeliveryOptionsInput, WebhookDelivery } from '../webhooks/index.js';
 import { OutboundClient } from '../net/index.js';
-import { RetentionJob, resolveRetentionOptions, type RetentionOptionsInput } from './retention.js';
+import { RETENTION_OFF, RetentionJob, resolveRetentionOptions, type RetentionOptionsInput } from './retention.js';
 import { FerryStorage, type StorageConfig, translateStorageError } from '../storage/index.js';
 
 /** Each engine's context: for Ferry's own packages and tests, through {@link engineContext}. */
@@ -80,9 +80,10 @@ export interface EngineOptions {
    */
   runtime?: RuntimeOptionsInput | false;
   /**
-   * How long delivered events, finished runs and deliveries, and fanned-out platform events are
-   * kept (see {@link RetentionOptions}); each kind is kept for ever unless given. The job runs in
-   * engines that run pipelines (not with `runtime: false`).
+   * How long delivered events, finished runs and deliveries, fanned-out platform events and the
+   * pipelines' per-minute counts are kept (see {@link RetentionOptions}); each kind is kept for
+   * ever unless given, but for the per-minute counts (7 days). The job runs in engines that run
+   * pipelines (not with `runtime: false`).
    */
   retention?: RetentionOptionsInput;
   /**
@@ -189,7 +190,8 @@ export class Engine {
     this.runtime = new PipelineRuntime(context, resolveRuntimeOptions(options.runtime));
     const outbound = new OutboundClient({ allow: context.settings.outboundAllow, clock: this.clock });
     this.delivery = new WebhookDelivery(context, outbound, resolveDeliveryOptions(options.webhookDelivery));
-    this.retention = new RetentionJob(context, resolveRetentionOptions(options.runtime === false ? undefined : options.retention));
+    // An engine that runs no pipelines deletes nothing, not even by default: those that run them do.
+    this.retention = new RetentionJob(context, options.runtime === false ? RETENTION_OFF : resolveRetentionOptions(options.retention));
     this.hooks = {
       drain: (pipelineId) => this.runtime.drain(pipelineId),
       pipelineChanged: (pipelineId) => this.runtime.changed(pipelineId),

@@ -3,8 +3,9 @@ import type { EngineContext } from './engine-context.js';
 
 /**
  * How long the engine keeps what accumulates, in ms; `null` keeps it for ever (the default of
- * each). What a replay or a retry still needs is never deleted: dead-lettered and replaying
- * events, queued and running runs, deliveries still being tried, events not fanned out yet.
+ * each, but for the per-minute counts). What a replay or a retry still needs is never deleted:
+ * dead-lettered and replaying events, queued and running runs, deliveries still being tried,
+ * events not fanned out yet.
  */
 export interface RetentionOptions {
   /** Delivered and filtered events of the event log, by the later of their time and the time they were logged. */
@@ -15,6 +16,13 @@ export interface RetentionOptions {
   deliveriesMs: number | null;
   /** Platform events (the outbox) once fanned out to subscriptions, by that time. */
   platformEventsMs: number | null;
+  /**
+   * Pipelines' per-minute counts (`pipelines.stats`), by their minute. Default 604,800,000 (7
+   * days), the one kind with a default: its rows are figures, not records anyone must keep (a row
+   * per pipeline and minute it committed in, a week of them at most per pipeline). `stats` reads
+   * the last day at most.
+   */
+  pipelineMinutesMs: number | null;
   /** How often the job runs, in ms. Default 600,000 (10 minutes). */
   intervalMs: number;
 }
@@ -22,12 +30,17 @@ export interface RetentionOptions {
 /** What `createEngine({ retention })` takes: any subset of {@link RetentionOptions}. */
 export type RetentionOptionsInput = Partial<RetentionOptions>;
 
-const DEFAULT_RETENTION: RetentionOptions = Object.freeze({ eventsMs: null, runsMs: null, deliveriesMs: null, platformEventsMs: null, intervalMs: 600_000 });
+const DEFAULT_RETENTION: RetentionOptions = Object.freeze({ eventsMs: null, runsMs: null, deliveriesMs: null, platformEventsMs: null, pipelineMinutesMs: 7 * 86_400_000, intervalMs: 600_000 });
+
+/** What an engine that runs no pipelines keeps: everything (the engines that run them delete). */
+export const RETENTION_OFF: RetentionOptions = Object.freeze({ ...DEFAULT_RETENTION, pipelineMinutesMs: null });
+
+const KINDS = ['eventsMs', 'runsMs', 'deliveriesMs', 'platformEventsMs', 'pipelineMinutesMs'] as const;
 
 /** Options with defaults filled in. */
 export function resolveRetentionOptions(options: RetentionOptionsInput | undefined): RetentionOptions {
   const resolved = { ...DEFAULT_RETENTION, ...options };
-  for (const key of ['eventsMs', 'runsMs', 'deliveriesMs', 'platformEventsMs'] as const) {
+  for (const key of KINDS) {
     const value = resolved[key];
     if (value !== null && !(Number.isSafeInteger(value) && value > 0)) throw new RangeError(`retention.${key} must be a positive number of ms or null, not ${String(value)}.`);
   }
@@ -44,6 +57,7 @@ export interface RetentionPass {
   runs: number;
   deliveries: number;
   platformEvents: number;
+  pipelineMinutes: number;
 }
 
 /**
@@ -63,8 +77,7 @@ export class RetentionJob {
 
   /** True when some kind has a retention: otherwise the job never runs. */
   get enabled(): boolean {
-    const o = this.options;
-    return o.eventsMs !== null || o.runsMs !== null || o.deliveriesMs !== null || o.platformEventsMs !== null;
+    return KINDS.some((kind) => this.options[kind] !== null);
   }
 
   /** Schedules the passes. */
@@ -86,7 +99,7 @@ export class RetentionJob {
     const now = this.ctx.clock.now();
     const repos = this.ctx.storage.repos;
     const o = this.options;
-    const pass: RetentionPass = { events: 0, runs: 0, deliveries: 0, platformEvents: 0 };
+    const pass: RetentionPass = { events: 0, runs: 0, deliveries: 0, platformEvents: 0, pipelineMinutes: 0 };
     if (o.eventsMs !== null) {
       const before = new Date(now - o.eventsMs).toISOString();
       for (const pipelineId of await repos.pipelines.allIds()) pass.events += await this.drain(() => repos.events.deleteSettledBefore(pipelineId, before, CHUNK));
@@ -103,7 +116,33 @@ export class RetentionJob {
       const before = new Date(now - o.platformEventsMs).toISOString();
       pass.platformEvents += await this.drain(() => repos.outbox.deleteFannedOutBefore(before, CHUNK));
     }
+    if (o.pipelineMinutesMs !== null) {
+      const before = new Date(now - o.pipelineMinutesMs).toISOString();
+      pass.pipelineMinutes += await this.drain(() => repos.pipelineMinutes.deleteBefore(before, CHUNK));
+    }
     return pass;
+  }
+
+  /**
+   * How long until the next pass, in ms. `intervalMs` while any other kind has a retention. With
+   * the per-minute counts alone (the default), until the oldest of them outlives its retention,
+   * at least `intervalMs` and at most the retention itself (a row counted later is at most a
+   * minute older than this pass): an engine left idle then wakes once a week rather than every
+   * 10 minutes, and so does one on a virtual clock that a test moves months ahead.
+   */
+  private async nextDelay(): Promise<number> {
+    const o = this.options;
+    const keep = o.pipelineMinutesMs;
+    if (keep === null || KINDS.some((kind) => kind !== 'pipelineMinutesMs' && o[kind] !== null)) return o.intervalMs;
+    try {
+      const oldest = await this.ctx.storage.repos.pipelineMinutes.oldest();
+      // A ms past the oldest row's cutoff: a pass deletes what is strictly older than it.
+      const due = oldest === null ? keep : Date.parse(oldest) + keep + 1 - this.ctx.clock.now();
+      return Math.min(Math.max(due, o.intervalMs), keep);
+    } catch {
+      // Storage unreachable: try again as any other kind would.
+      return o.intervalMs;
+    }
   }
 
   /** Runs `chunk` until it deletes less than a full chunk or the job stops; returns the total. */
@@ -119,21 +158,23 @@ export class RetentionJob {
     }
   }
 
-  private schedule(): void {
+  private schedule(delayMs: number = this.options.intervalMs): void {
     this.timer = this.ctx.clock.setTimeout(() => {
       this.timer = undefined;
       if (this.stopped) return;
       this.running = this.runOnce()
         .then(
           (pass) => {
-            if (pass.events + pass.runs + pass.deliveries + pass.platformEvents > 0) this.ctx.logger.info({ ...pass }, 'retention: deleted what outlived its retention');
+            if (Object.values(pass).some((n) => n > 0)) this.ctx.logger.info({ ...pass }, 'retention: deleted what outlived its retention');
           },
           (error: unknown) => this.ctx.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'retention: a pass failed; the next one tries again'),
         )
-        .finally(() => {
+        // Inside `running`, so that stop() waits for this read too, before storage closes.
+        .then(async () => (this.stopped ? 0 : this.nextDelay()))
+        .then((next) => {
           this.running = undefined;
-          if (!this.stopped) this.schedule();
+          if (!this.stopped) this.schedule(next);
         });
-    }, this.options.intervalMs);
+    }, delayMs);
   }
 }

@@ -2,9 +2,10 @@ import { nowIso, transact, type EngineContext, type Emit } from '../engine/index
 import { runChanged } from './run-feed.js';
 import { FerryError } from '../common/index.js';
 import { eventRows, recordDeadLetters } from '../events/index.js';
-import { isUniqueViolation, fencedCheckpointStep, asEventUpsert, eventOutcomesStep, runCountsStep, type WriterOrder, type WriterStep, type PipelineRow, type Repositories } from '../storage/index.js';
+import { isUniqueViolation, fencedCheckpointStep, asEventUpsert, eventOutcomesStep, pipelineMinuteStep, runCountsStep, type PipelineMinuteRow, type WriterOrder, type WriterStep, type PipelineRow, type Repositories } from '../storage/index.js';
 import type { Checkpoint } from '../plugin-api/index.js';
 import type { ItemResult } from './event-processor.js';
+import { minuteStart } from './pipeline-stats.js';
 
 /** The counters one batch adds to its run. */
 export interface BatchCounts {
@@ -29,6 +30,17 @@ export function countResults(read: number, results: readonly ItemResult[]): Batc
     else counts.events_dead_lettered++;
   }
   return counts;
+}
+
+/**
+ * The batch's addition to its pipeline's row of the commit minute (`pipelines.stats`), or
+ * undefined for a batch that counts nothing (a checkpoint moved past no record): no statement
+ * then. Counted whether or not the batch belongs to a run, since a chart of the last hour must
+ * not depend on how the runs of a streaming pipeline are cut.
+ */
+function minuteRow(pipeline: PipelineRow, counts: BatchCounts, nowMs: number): PipelineMinuteRow | undefined {
+  if (counts.events_read === 0 && counts.events_written === 0 && counts.events_filtered === 0 && counts.events_dead_lettered === 0) return undefined;
+  return { pipeline_id: pipeline.id, workspace_id: pipeline.workspace_id, minute: minuteStart(nowMs), ...counts };
 }
 
 /**
@@ -65,7 +77,8 @@ export function prepareBatch(ctx: EngineContext, pipeline: PipelineRow, results:
 
 /**
  * Commits a batch in one transaction: its event-log rows, dead letters, the checkpoint after
- * it, the run's counters and the `event.dead_lettered` notifications. Refused (`lease_lost`)
+ * it, the run's counters, the pipeline's counters of the commit minute (one upsert per batch,
+ * see `PipelineMinutesRepo`) and the `event.dead_lettered` notifications. Refused (`lease_lost`)
  * when `fence` no longer holds the pipeline: an engine that lost its lease while paused (a GC
  * pause, a partition) must not move a checkpoint another engine now owns.
  *
@@ -78,12 +91,16 @@ export async function commitBatch(
   ctx: EngineContext,
   input: { pipeline: PipelineRow; runId: string | null; fence: Fence; batch: PreparedBatch; checkpoint: Checkpoint; counts: BatchCounts; order?: WriterOrder },
 ): Promise<void> {
-  const now = nowIso(ctx);
+  const nowMs = ctx.clock.now();
+  const now = new Date(nowMs).toISOString();
+  // The minute of this attempt's commit: a retried commit counts in the minute it lands in.
+  const minute = minuteRow(input.pipeline, input.counts, nowMs);
   const writer = ctx.storage.writer;
   if (writer && input.batch.logStep && !ctx.currentTransaction.getStore()) {
     ctx.assertRunning();
     const rest: WriterStep[] = [fencedCheckpointStep(input.pipeline.id, input.checkpoint, input.runId, now, input.fence)];
     if (input.runId) rest.push(runCountsStep(input.runId, input.counts));
+    if (minute) rest.push(pipelineMinuteStep(minute));
     const logStep = input.batch.logStep;
     await ctx.eventLog.record(input.pipeline.workspace_id, input.pipeline.id, input.batch.results, now, async () => {
       let outcome;
@@ -108,6 +125,7 @@ export async function commitBatch(
         throw new FerryError('lease_lost', `The lease ${input.fence.name} was taken over; the batch is not committed.`);
       }
       if (input.runId) await repos.runs.addCounts(input.runId, input.counts);
+      if (minute) await repos.pipelineMinutes.add(minute);
     });
   await ctx.eventLog.record(input.pipeline.workspace_id, input.pipeline.id, results, now, async () => {
     try {

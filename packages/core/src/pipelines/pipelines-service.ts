@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { runChanged } from './run-feed.js';
-import { type CreatePipelineInput, type Page, type PageParams, type Pipeline, type PipelineState, type Run, type UpdatePipelineInput, PIPELINE_STATES, FerryError, notFound, validationError, type FieldError, paginate, inputSchemas, readOnlyFields, assertText, schemaErrors } from '../common/index.js';
+import { type CreatePipelineInput, type Page, type PageParams, type Pipeline, type PipelineState, type PipelineStats, type PipelineStatsParams, type Run, type UpdatePipelineInput, PIPELINE_STATES, FerryError, notFound, validationError, type FieldError, paginate, inputSchemas, readOnlyFields, assertSchema, assertText, schemaErrors } from '../common/index.js';
 import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
 import { assertSchedule } from './cron-schedule.js';
+import { DEFAULT_STATS_MINUTES, readPipelineStats } from './pipeline-stats.js';
 import { type Repositories, isUniqueViolation, type PipelineRow, type NewRun, type RunRow } from '../storage/index.js';
 import type { TSchema } from '@sinclair/typebox';
 
@@ -220,6 +221,21 @@ export class PipelinesService {
       (after, limit) => repos.runs.list(workspaceId, pipelineId, after, limit),
       (rows) => rows.map(presentRun),
     );
+  }
+
+  /**
+   * A pipeline's events per minute over the last `minutes` minutes (1 to 1440, default 60), the
+   * current minute last, and how many of its events are `dead_lettered` and `replaying` now
+   * (`GET /v2/pipelines/{id}/stats`). Counted are the events its batches committed, by the minute
+   * (UTC) of the commit; `per_minute` has an entry for every minute, zeros where nothing
+   * committed. Minutes are kept 7 days by default (`retention.pipelineMinutesMs`).
+   */
+  async stats(workspaceId: string, id: string, params: PipelineStatsParams = {}): Promise<PipelineStats> {
+    assertSchema(inputSchemas.pipelineStats, params);
+    const repos = reader(this.ctx);
+    const row = await repos.pipelines.get(workspaceId, id);
+    if (!row) throw notFound('pipeline', id);
+    return readPipelineStats(repos, row, params.minutes ?? DEFAULT_STATS_MINUTES, this.ctx.clock.now());
   }
 
   private async transition(

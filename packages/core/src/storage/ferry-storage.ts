@@ -10,6 +10,7 @@ import { IdempotencyRepo } from './repositories/idempotency-repo.js';
 import { InboxRepo } from './repositories/inbox-repo.js';
 import { StatsRepo } from './repositories/stats-repo.js';
 import { OutboxRepo } from './repositories/outbox-repo.js';
+import { PipelineMinutesRepo } from './repositories/pipeline-minutes-repo.js';
 import { PipelinesRepo } from './repositories/pipelines-repo.js';
 import { RunsRepo } from './repositories/runs-repo.js';
 import { WebhooksRepo } from './repositories/webhooks-repo.js';
@@ -28,6 +29,7 @@ export class Repositories {
   readonly apiKeys: ApiKeysRepo;
   readonly connectors: ConnectorsRepo;
   readonly pipelines: PipelinesRepo;
+  readonly pipelineMinutes: PipelineMinutesRepo;
   readonly runs: RunsRepo;
   readonly checkpoints: CheckpointsRepo;
   readonly events: EventsRepo;
@@ -48,6 +50,7 @@ export class Repositories {
     this.apiKeys = new ApiKeysRepo(db, idle);
     this.connectors = new ConnectorsRepo(db);
     this.pipelines = new PipelinesRepo(db, idle);
+    this.pipelineMinutes = new PipelineMinutesRepo(db);
     this.runs = new RunsRepo(db, dialect, idle);
     this.checkpoints = new CheckpointsRepo(db, dialect);
     this.events = new EventsRepo(db, dialect);

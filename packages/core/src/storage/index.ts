@@ -13,6 +13,7 @@ export { asEventUpsert, eventOutcomesStep, type DeadLetterRow, type EventFilters
 export { type IdempotencyBegin, type IdempotencyRecord } from './repositories/idempotency-repo.js';
 export { type InboxEntry, type InboxRow } from './repositories/inbox-repo.js';
 export { type OutboxRow } from './repositories/outbox-repo.js';
+export { pipelineMinuteStep, type PipelineMinuteRow } from './repositories/pipeline-minutes-repo.js';
 export { type PipelineRow } from './repositories/pipelines-repo.js';
 export { runCountsStep, type NewRun, type RunRow } from './repositories/runs-repo.js';
 export { type CountsBy, type StorageStats } from './repositories/stats-repo.js';

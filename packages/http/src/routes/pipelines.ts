@@ -6,6 +6,9 @@ import { accepted, created, noContent, ok } from './respond.js';
 
 const scope = { read: { kind: 'api_key', scope: 'pipelines:read' }, write: { kind: 'api_key', scope: 'pipelines:write' } } as const;
 
+// The bounds and default of `minutes` are the service's, read from its input schema.
+const minutes = inputSchemas.pipelineStats.properties.minutes;
+
 /** The pipeline routes (docs/api.md, Pipelines and Runs). */
 export const pipelineRoutes: RouteDefinition[] = [
   {
@@ -116,6 +119,27 @@ export const pipelineRoutes: RouteDefinition[] = [
     responses: { 202: { description: 'The queued run.', schema: 'Run' } },
     errors: [404, 409],
     handle: async ({ engine, workspaceId, params }) => accepted(await engine.pipelines.triggerRun(workspaceId, params.id!)),
+  },
+  {
+    method: 'GET',
+    path: '/v2/pipelines/{id}/stats',
+    operationId: 'getPipelineStats',
+    summary: "A pipeline's events per minute over a window ending now, and its dead-lettered count",
+    tag: 'Pipelines',
+    auth: scope.read,
+    body: 'none',
+    query: {
+      minutes: {
+        kind: 'integer',
+        minimum: minutes.minimum!,
+        maximum: minutes.maximum!,
+        default: minutes.default as number,
+        description: 'How many minutes `per_minute` holds, the current one last.',
+      },
+    },
+    responses: { 200: { description: 'The figures; `per_minute` has one entry per minute, zeros where nothing committed.', schema: 'PipelineStats' } },
+    errors: [404],
+    handle: async ({ engine, workspaceId, params, query }) => ok(await engine.pipelines.stats(workspaceId, params.id!, query)),
   },
   {
     method: 'GET',

@@ -3,6 +3,7 @@ import * as initial from './0001-initial.js';
 import * as openStatusIndex from './0002-events-open-status-index.js';
 import * as deliveriesDueIndex from './0003-deliveries-due-index.js';
 import * as eventsListingIndexes from './0004-events-listing-indexes.js';
+import * as pipelineMinutes from './0005-pipeline-minutes.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -14,6 +15,7 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Migration]> = [
   ['0002-events-open-status-index', openStatusIndex],
   ['0003-deliveries-due-index', deliveriesDueIndex],
   ['0004-events-listing-indexes', eventsListingIndexes],
+  ['0005-pipeline-minutes', pipelineMinutes],
 ];
 
 /**
