@@ -33,11 +33,11 @@ export interface ConsoleHost {
  * that the page's "3 min ago" reads sensibly) and serves it on `adapter` with the API under
  * `apiPrefix` and the console under `consolePath`, each mounted in the one line a host writes.
  */
-export async function startConsoleHost(adapter: Adapter, options: { apiPrefix?: string; consolePath?: string } = {}): Promise<ConsoleHost> {
+export async function startConsoleHost(adapter: Adapter, options: { apiPrefix?: string; consolePath?: string; clockStartMs?: number } = {}): Promise<ConsoleHost> {
   const apiPrefix = options.apiPrefix ?? '';
   const consolePath = options.consolePath ?? '/console';
   // eslint-disable-next-line no-restricted-properties -- the virtual clock starts at the wall time for readable screenshots
-  const clock = new VirtualClock(Math.floor(Date.now() / 60_000) * 60_000, { settleRealMs: 1 });
+  const clock = new VirtualClock(options.clockStartMs ?? Math.floor(Date.now() / 60_000) * 60_000, { settleRealMs: 1 });
   const hub = new MemoryHub({ clock });
   const engine = await createEngine({
     storage: sqliteStorage({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-console-')), 'ferry.db') }),

@@ -112,7 +112,8 @@ describe('the console on Fastify', () => {
     const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'orders' }) });
     await row.waitFor();
     expect(await row.textContent()).toMatch(/active.*streaming.*orders-in.*healthy.*warehouse.*healthy/s);
-    // STATS await row.getByRole('link', { name: '1' }).waitFor(); // one dead-lettered event, linked to them
+    await row.getByRole('link', { name: '1' }).waitFor(); // one dead-lettered event, linked to them
+    expect(await row.textContent()).toContain('7 written');
     await shot(page, 'pipelines');
     expect(await layoutShift(page)).toBeLessThan(0.05);
     // The key is in this tab's sessionStorage only: never in the address, never in a cookie.
@@ -212,7 +213,9 @@ describe('the console for every user', () => {
   it('is reachable by keyboard alone: skip link, sections, actions, and a dialog that holds focus', async () => {
     const host = await startConsoleHost('fastify');
     hosts.push(host);
-    await ordersPipeline(host);
+    const pipeline = await ordersPipeline(host);
+    host.hub.stream('in').push({ type: 'order.created', payload: { n: 3 } });
+    await eventually(host.clock, async () => (await host.engine.events.list('default', pipeline.id, { status: 'dead_lettered' })).data.length === 1, 1000);
     const { page } = await openPage(host);
     await signIn(page, host);
     await page.getByRole('link', { name: 'orders' }).waitFor();
@@ -230,10 +233,12 @@ describe('the console for every user', () => {
     expect(reached).toContain('BUTTON:Pause orders');
     // After the last control, focus leaves the page (BODY) and comes back to the top.
     expect(reached.filter((r) => !r.startsWith('BODY:')).every((r) => /^(A|BUTTON|INPUT|SELECT):/.test(r))).toBe(true);
-    // Open a pipeline by keyboard, then the bulk replay dialog: focus moves in, Escape closes it.
+    // Open a pipeline by keyboard: focus goes to the new view's heading (the link is gone with
+    // the old view), then the bulk replay dialog: focus moves in, Escape closes it.
     await page.getByRole('link', { name: 'orders' }).focus();
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { level: 1, name: 'orders' }).waitFor();
+    await page.waitForFunction(() => document.activeElement?.tagName === 'H1');
     await page.getByRole('button', { name: 'Replay dead-lettered…' }).waitFor();
     await page.waitForFunction(() => !document.querySelector<HTMLButtonElement>('.bulk button')?.disabled);
     await page.getByRole('button', { name: 'Replay dead-lettered…' }).focus();
