@@ -176,6 +176,10 @@ describe('the console on Fastify', () => {
     await eventually(clock, async () => (await engine.webhooks.listDeliveries('default', subscription.id)).data[0]?.status === 'delivered', 1000);
     await deliveryRow.getByText('delivered').waitFor();
     expect(receiver.acknowledged.size).toBe(1);
+    // Disabling drops open deliveries: it asks first, and Cancel leaves it enabled.
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.getByRole('dialog', { name: 'Disable the subscription' }).getByRole('button', { name: 'Cancel' }).click();
+    expect((await engine.webhooks.get('default', subscription.id)).enabled).toBe(true);
 
     expect(watch.foreignRequests).toEqual([]);
     expect(watch.problems).toEqual([]);

@@ -57,6 +57,8 @@ describe('the console handler', () => {
     const gzipped = handle(get('/', { headers: { 'accept-encoding': 'br, gzip;q=0.8' } }));
     expect(gzipped.headers['content-encoding']).toBe('gzip');
     expect(gunzipSync(gzipped.body!).equals(first.body!)).toBe(true);
+    expect(gzipped.headers.etag).not.toBe(first.headers.etag);
+    expect(handle(get('/', { headers: { 'accept-encoding': 'gzip', 'if-none-match': gzipped.headers.etag } })).status).toBe(304);
     expect(handle(get('/', { headers: { 'accept-encoding': 'gzip;q=0, br' } })).headers['content-encoding']).toBeUndefined();
   });
 

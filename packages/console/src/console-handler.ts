@@ -106,10 +106,12 @@ export function createConsoleHandler(options: ConsoleOptions = {}): ConsoleHandl
   }
 
   function send(request: ConsoleRequest, asset: ConsoleAsset): ConsoleResponse {
-    const headers: Record<string, string> = { ...SECURITY_HEADERS, 'content-type': asset.contentType, 'cache-control': 'no-cache', etag: asset.etag, vary: 'accept-encoding' };
-    const ifNoneMatch = header(request.headers['if-none-match']);
-    if (ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === asset.etag)) return { status: 304, headers };
     const gzip = asset.gzipped.length < asset.body.length && acceptsGzip(header(request.headers['accept-encoding']));
+    // Each encoding is its own representation, with its own strong validator.
+    const etag = gzip ? `${asset.etag.slice(0, -1)}-gz"` : asset.etag;
+    const headers: Record<string, string> = { ...SECURITY_HEADERS, 'content-type': asset.contentType, 'cache-control': 'no-cache', etag, vary: 'accept-encoding' };
+    const ifNoneMatch = header(request.headers['if-none-match']);
+    if (ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)) return { status: 304, headers };
     const body = gzip ? asset.gzipped : asset.body;
     if (gzip) headers['content-encoding'] = 'gzip';
     headers['content-length'] = String(body.length);

@@ -4,6 +4,7 @@ import { api, type Page } from '../api.js';
 import { ActionOutcome } from '../components/action-outcome.js';
 import { Badge } from '../components/badge.js';
 import { ConfirmDialog } from '../components/confirm-dialog.js';
+import { DataTable } from '../components/data-table.js';
 import { EmptyState } from '../components/empty-state.js';
 import { Layout, type Shell } from '../components/layout.js';
 import { Pager } from '../components/pager.js';
@@ -99,78 +100,60 @@ export function ConnectorsView({ location, shell }: { location: Location; shell:
           </p>
         </EmptyState>
       ) : (
-        <div class="table-wrap" aria-busy={resource.loading}>
-          <table>
-            <caption class="visually-hidden">Connectors</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Type</th>
-                <th scope="col">Direction</th>
-                <th scope="col">Health</th>
-                <th scope="col">Pipelines</th>
-                <th scope="col">Last error</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {connectors
-                ? connectors.flatMap((c) => {
-                    const rows = [
-                      <tr key={c.id}>
-                        <th scope="row">
-                          {c.name}
-                          <div class="muted mono">{c.id}</div>
-                        </th>
-                        <td>{c.type}</td>
-                        <td>{c.direction}</td>
-                        <td>
-                          <Badge value={c.health} />
-                          {c.rotation_status === 'rotating' ? <> <Badge value="running" label="rotating" /></> : null}
-                        </td>
-                        <td class="number">{count(c.pipeline_count)}</td>
-                        <td>
-                          {c.last_error ? (
-                            <span class="error-text" title={utc(c.last_error.at)}>
-                              <code>{c.last_error.code}</code> {c.last_error.message} <span class="muted">({ago(c.last_error.at)})</span>
-                            </span>
-                          ) : null}
-                        </td>
-                        <td>
-                          <div class="actions">
-                            <button type="button" class="button" disabled={action.busy} aria-label={`Check ${c.name}`} onClick={() => check(c)}>
-                              Check
-                            </button>
-                            <button type="button" class="button" disabled={action.busy} aria-label={`Rotate the credentials of ${c.name}`} onClick={() => (action.clear(), setRotating(c))}>
-                              Rotate…
-                            </button>
-                            <button type="button" class="button button-quiet" aria-expanded={open === c.id} aria-controls={`config-${c.id}`} onClick={() => setOpen(open === c.id ? undefined : c.id)}>
-                              Config<span class="visually-hidden"> of {c.name}</span>
-                            </button>
-                          </div>
-                        </td>
-                      </tr>,
-                    ];
-                    if (open === c.id)
-                      rows.push(
-                        <tr key={`${c.id}-config`} class="detail-row" id={`config-${c.id}`}>
-                          <td colSpan={7}>
-                            <pre class="json" tabIndex={0} aria-label={`Config of ${c.name}`}>
-                              {JSON.stringify(c.config, null, 2)}
-                            </pre>
-                          </td>
-                        </tr>,
-                      );
-                    return rows;
-                  })
-                : [0, 1, 2].map((i) => (
-                    <tr key={i} class="placeholder-row">
-                      <td colSpan={7}>Loading…</td>
-                    </tr>
-                  ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          caption="Connectors"
+          columns={['Name', 'Type', 'Direction', 'Health', 'Pipelines', 'Last error', 'Actions']}
+          busy={resource.loading}
+          rows={connectors
+            ? connectors.flatMap((c) => {
+                const rows = [
+                  <tr key={c.id}>
+                    <th scope="row">
+                      {c.name}
+                      <div class="muted mono">{c.id}</div>
+                    </th>
+                    <td>{c.type}</td>
+                    <td>{c.direction}</td>
+                    <td>
+                      <Badge value={c.health} />
+                      {c.rotation_status === 'rotating' ? <> <Badge value="running" label="rotating" /></> : null}
+                    </td>
+                    <td class="number">{count(c.pipeline_count)}</td>
+                    <td>
+                      {c.last_error ? (
+                        <span class="error-text" title={utc(c.last_error.at)}>
+                          <code>{c.last_error.code}</code> {c.last_error.message} <span class="muted">({ago(c.last_error.at)})</span>
+                        </span>
+                      ) : null}
+                    </td>
+                    <td>
+                      <div class="actions">
+                        <button type="button" class="button" disabled={action.busy} aria-label={`Check ${c.name}`} onClick={() => check(c)}>
+                          Check
+                        </button>
+                        <button type="button" class="button" disabled={action.busy} aria-label={`Rotate the credentials of ${c.name}`} onClick={() => (action.clear(), setRotating(c))}>
+                          Rotate…
+                        </button>
+                        <button type="button" class="button button-quiet" aria-expanded={open === c.id} aria-controls={`config-${c.id}`} onClick={() => setOpen(open === c.id ? undefined : c.id)}>
+                          Config<span class="visually-hidden"> of {c.name}</span>
+                        </button>
+                      </div>
+                    </td>
+                  </tr>,
+                ];
+                if (open === c.id)
+                  rows.push(
+                    <tr key={`${c.id}-config`} class="detail-row" id={`config-${c.id}`}>
+                      <td colSpan={7}>
+                        <pre class="json" tabIndex={0} aria-label={`Config of ${c.name}`}>
+                          {JSON.stringify(c.config, null, 2)}
+                        </pre>
+                      </td>
+                    </tr>,
+                  );
+                return rows;
+              }) : undefined}
+        />
       )}
       {resource.data ? <Pager first={href('/connectors')} next={resource.data.next_cursor ? href('/connectors', { cursor: resource.data.next_cursor }) : null} onFirstPage={!cursor} /> : null}
       <ConfirmDialog open={rotating !== undefined} title={`Rotate the credentials of ${rotating?.name ?? ''}`} confirmLabel="Rotate" busy={action.busy} onConfirm={rotate} onCancel={() => setRotating(undefined)}>

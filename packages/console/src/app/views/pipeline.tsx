@@ -4,6 +4,7 @@ import { api, type Page, type Problem } from '../api.js';
 import { ActionOutcome } from '../components/action-outcome.js';
 import { Badge } from '../components/badge.js';
 import { ConfirmDialog } from '../components/confirm-dialog.js';
+import { DataTable } from '../components/data-table.js';
 import { EmptyState } from '../components/empty-state.js';
 import { Layout, type Shell } from '../components/layout.js';
 import { MinuteChart } from '../components/minute-chart.js';
@@ -203,6 +204,7 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
           </Link>
         </div>
       </form>
+      <p class="muted small">Oldest first, by when each event happened, as the API lists them: set Since to start at recent ones.</p>
       <div class="bulk">
         <button type="button" class="button button-danger" disabled={action.busy || deadLettered === 0} onClick={() => setConfirming(true)}>
           Replay dead-lettered…
@@ -222,71 +224,52 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
           <p>{filters.type || filters.status || filters.since || filters.until ? 'Clear the filters to see every event.' : 'Events appear here once the pipeline has run and committed a batch.'}</p>
         </EmptyState>
       ) : (
-        <div class="table-wrap" aria-busy={resource.loading}>
-          <table>
-            <caption class="visually-hidden">Events</caption>
-            <thead>
-              <tr>
-                <th scope="col">Occurred</th>
-                <th scope="col">Type</th>
-                <th scope="col">Status</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Error</th>
-                <th scope="col">
-                  <span class="visually-hidden">Details</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {events
-                ? events.flatMap((e) => {
-                    const expanded = open.has(e.id);
-                    const rows = [
-                      <tr key={e.id} data-event-id={e.id}>
-                        <td title={e.occurred_at}>
-                          {utc(e.occurred_at)}
-                          <div class="muted mono">{e.id}</div>
-                        </td>
-                        <td>
-                          <code>{e.type}</code>
-                        </td>
-                        <td>
-                          <Badge value={e.status} />
-                        </td>
-                        <td class="number">{e.attempts}</td>
-                        <td>{e.error ? <span class="error-text">{[e.error.stage, e.error.code].filter(Boolean).join(' · ')}</span> : null}</td>
-                        <td>
-                          <button
-                            type="button"
-                            class="button button-quiet"
-                            aria-expanded={expanded}
-                            aria-controls={`event-${e.id}`}
-                            onClick={() =>
-                              setOpen((s) => {
-                                const next = new Set(s);
-                                if (next.has(e.id)) next.delete(e.id);
-                                else next.add(e.id);
-                                return next;
-                              })
-                            }
-                          >
-                            {expanded ? 'Hide' : 'Show'}
-                            <span class="visually-hidden"> event {e.id}</span>
-                          </button>
-                        </td>
-                      </tr>,
-                    ];
-                    if (expanded) rows.push(<EventDetail key={`${e.id}-detail`} event={e} action={action} onReplay={() => replayOne(e)} />);
-                    return rows;
-                  })
-                : [0, 1, 2].map((i) => (
-                    <tr key={i} class="placeholder-row">
-                      <td colSpan={6}>Loading…</td>
-                    </tr>
-                  ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          caption="Events"
+          columns={['Occurred', 'Type', 'Status', 'Attempts', 'Error', { label: 'Details', hidden: true }]}
+          busy={resource.loading}
+          rows={events
+            ? events.flatMap((e) => {
+                const expanded = open.has(e.id);
+                const rows = [
+                  <tr key={e.id} data-event-id={e.id}>
+                    <td title={e.occurred_at}>
+                      {utc(e.occurred_at)}
+                      <div class="muted mono">{e.id}</div>
+                    </td>
+                    <td>
+                      <code>{e.type}</code>
+                    </td>
+                    <td>
+                      <Badge value={e.status} />
+                    </td>
+                    <td class="number">{e.attempts}</td>
+                    <td>{e.error ? <span class="error-text">{[e.error.stage, e.error.code].filter(Boolean).join(' · ')}</span> : null}</td>
+                    <td>
+                      <button
+                        type="button"
+                        class="button button-quiet"
+                        aria-expanded={expanded}
+                        aria-controls={`event-${e.id}`}
+                        onClick={() =>
+                          setOpen((s) => {
+                            const next = new Set(s);
+                            if (next.has(e.id)) next.delete(e.id);
+                            else next.add(e.id);
+                            return next;
+                          })
+                        }
+                      >
+                        {expanded ? 'Hide' : 'Show'}
+                        <span class="visually-hidden"> event {e.id}</span>
+                      </button>
+                    </td>
+                  </tr>,
+                ];
+                if (expanded) rows.push(<EventDetail key={`${e.id}-detail`} event={e} action={action} onReplay={() => replayOne(e)} />);
+                return rows;
+              }) : undefined}
+        />
       )}
       {resource.data ? <Pager first={href(base, { ...filters })} next={resource.data.next_cursor && resource.data.has_more ? href(base, { ...filters, cursor: resource.data.next_cursor }) : null} onFirstPage={!cursor} /> : null}
     </section>
@@ -332,55 +315,35 @@ function RunsPanel({ pipelineId, base, location }: { pipelineId: string; base: s
       <h2 id="runs-title" class="visually-hidden">
         Runs
       </h2>
+      <p class="muted small">Oldest first, as the API lists them; the last run is in the summary above.</p>
       {resource.problem ? <ProblemBox problem={resource.problem} context="The runs could not be loaded" /> : null}
       {runs && runs.length === 0 ? (
         <EmptyState title="No runs yet.">
           <p>A run starts at the pipeline's next scheduled time, when it starts streaming, or with Run now.</p>
         </EmptyState>
       ) : (
-        <div class="table-wrap" aria-busy={resource.loading}>
-          <table>
-            <caption class="visually-hidden">Runs</caption>
-            <thead>
-              <tr>
-                <th scope="col">Run</th>
-                <th scope="col">Trigger</th>
-                <th scope="col">Status</th>
-                <th scope="col">Started</th>
-                <th scope="col">Duration</th>
-                <th scope="col">Read</th>
-                <th scope="col">Written</th>
-                <th scope="col">Filtered</th>
-                <th scope="col">Dead-lettered</th>
-                <th scope="col">Error</th>
-              </tr>
-            </thead>
-            <tbody>
-              {runs
-                ? runs.map((r) => (
-                    <tr key={r.id}>
-                      <td class="mono">{r.id}</td>
-                      <td>{r.trigger}</td>
-                      <td>
-                        <Badge value={r.status} />
-                      </td>
-                      <td title={r.started_at ?? ''}>{utc(r.started_at ?? r.scheduled_for ?? r.created_at)}</td>
-                      <td>{runDuration(r)}</td>
-                      <td class="number">{count(r.events_read)}</td>
-                      <td class="number">{count(r.events_written)}</td>
-                      <td class="number">{count(r.events_filtered)}</td>
-                      <td class="number">{count(r.events_dead_lettered)}</td>
-                      <td>{r.error ? <code class="error-text">{r.error}</code> : null}</td>
-                    </tr>
-                  ))
-                : [0, 1, 2].map((i) => (
-                    <tr key={i} class="placeholder-row">
-                      <td colSpan={10}>Loading…</td>
-                    </tr>
-                  ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          caption="Runs"
+          columns={['Run', 'Trigger', 'Status', 'Started', 'Duration', 'Read', 'Written', 'Filtered', 'Dead-lettered', 'Error']}
+          busy={resource.loading}
+          rows={runs
+            ? runs.map((r) => (
+                <tr key={r.id}>
+                  <td class="mono">{r.id}</td>
+                  <td>{r.trigger}</td>
+                  <td>
+                    <Badge value={r.status} />
+                  </td>
+                  <td title={r.started_at ?? ''}>{utc(r.started_at ?? r.scheduled_for ?? r.created_at)}</td>
+                  <td>{runDuration(r)}</td>
+                  <td class="number">{count(r.events_read)}</td>
+                  <td class="number">{count(r.events_written)}</td>
+                  <td class="number">{count(r.events_filtered)}</td>
+                  <td class="number">{count(r.events_dead_lettered)}</td>
+                  <td>{r.error ? <code class="error-text">{r.error}</code> : null}</td>
+                </tr>
+              )) : undefined}
+        />
       )}
       {resource.data ? <Pager first={href(`${base}/runs`)} next={resource.data.next_cursor ? href(`${base}/runs`, { cursor: resource.data.next_cursor }) : null} onFirstPage={!cursor} /> : null}
     </section>

@@ -2,6 +2,7 @@ import type { JSX } from 'preact';
 import { api, type Page, type Problem } from '../api.js';
 import { ActionOutcome } from '../components/action-outcome.js';
 import { Badge } from '../components/badge.js';
+import { DataTable } from '../components/data-table.js';
 import { EmptyState } from '../components/empty-state.js';
 import { Layout, type Shell } from '../components/layout.js';
 import { MinuteChart } from '../components/minute-chart.js';
@@ -71,85 +72,66 @@ export function PipelinesView({ location, shell }: { location: Location; shell: 
           </p>
         </EmptyState>
       ) : (
-        <div class="table-wrap" aria-busy={resource.loading}>
-          <table>
-            <caption class="visually-hidden">Pipelines</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">State</th>
-                <th scope="col">Schedule</th>
-                <th scope="col">Source → destination</th>
-                <th scope="col">Last run</th>
-                <th scope="col">Last hour</th>
-                <th scope="col">Dead-lettered</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data
-                ? data.page.data.map((p) => {
-                    const answer = data.stats.get(p.id);
-                    const stats = figures(answer);
-                    return (
-                      <tr key={p.id}>
-                        <th scope="row">
-                          <Link to={href(`/pipelines/${encodeURIComponent(p.id)}`)}>{p.name}</Link>
-                          <div class="muted mono">{p.id}</div>
-                        </th>
-                        <td>
-                          <Badge value={p.state} />
-                        </td>
-                        <td>{p.schedule ? <code>{p.schedule}</code> : <Badge value="streaming" />}</td>
-                        <td>
-                          <ConnectorCell id={p.source_connector_id} connectors={data.connectors} />
-                          <span aria-hidden="true"> → </span>
-                          <span class="visually-hidden"> to </span>
-                          <ConnectorCell id={p.destination_connector_id} connectors={data.connectors} />
-                        </td>
-                        <td>
-                          {p.last_run ? (
-                            <>
-                              <Badge value={p.last_run.status} /> <span title={utc(p.last_run.started_at ?? p.last_run.created_at)}>{ago(p.last_run.finished_at ?? p.last_run.started_at ?? p.last_run.created_at)}</span>
-                              {p.last_run.error ? <div class="error-text">{p.last_run.error}</div> : null}
-                            </>
-                          ) : (
-                            <span class="muted">never</span>
-                          )}
-                        </td>
-                        <td>
-                          <MinuteChart minutes={stats?.per_minute} compact />
-                          <div class="muted small">{stats ? `${count(stats.per_minute.reduce((n, m) => n + m.events_written, 0))} written` : '\u00a0'}</div>
-                        </td>
-                        <td class="number">
-                          {stats ? (
-                            stats.dead_lettered > 0 ? (
-                              <Link to={href(`/pipelines/${encodeURIComponent(p.id)}`, { status: 'dead_lettered' })} class="error-text">
-                                {count(stats.dead_lettered)}
-                              </Link>
-                            ) : (
-                              '0'
-                            )
-                          ) : (
-                            <span class="muted" title={answer && 'code' in answer ? `${answer.code}: ${answer.detail ?? ''}` : undefined}>
-                              –
-                            </span>
-                          )}
-                        </td>
-                        <td>
-                          <PipelineActions pipeline={p} action={action} onDone={resource.reload} />
-                        </td>
-                      </tr>
-                    );
-                  })
-                : [0, 1, 2].map((i) => (
-                    <tr key={i} class="placeholder-row">
-                      <td colSpan={8}>Loading…</td>
-                    </tr>
-                  ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          caption="Pipelines"
+          columns={['Name', 'State', 'Schedule', 'Source → destination', 'Last run', 'Last hour', 'Dead-lettered', 'Actions']}
+          busy={resource.loading}
+          rows={data
+            ? data.page.data.map((p) => {
+                const answer = data.stats.get(p.id);
+                const stats = figures(answer);
+                return (
+                  <tr key={p.id}>
+                    <th scope="row">
+                      <Link to={href(`/pipelines/${encodeURIComponent(p.id)}`)}>{p.name}</Link>
+                      <div class="muted mono">{p.id}</div>
+                    </th>
+                    <td>
+                      <Badge value={p.state} />
+                    </td>
+                    <td>{p.schedule ? <code>{p.schedule}</code> : <Badge value="streaming" />}</td>
+                    <td>
+                      <ConnectorCell id={p.source_connector_id} connectors={data.connectors} />
+                      <span aria-hidden="true"> → </span>
+                      <span class="visually-hidden"> to </span>
+                      <ConnectorCell id={p.destination_connector_id} connectors={data.connectors} />
+                    </td>
+                    <td>
+                      {p.last_run ? (
+                        <>
+                          <Badge value={p.last_run.status} /> <span title={utc(p.last_run.started_at ?? p.last_run.created_at)}>{ago(p.last_run.finished_at ?? p.last_run.started_at ?? p.last_run.created_at)}</span>
+                          {p.last_run.error ? <div class="error-text">{p.last_run.error}</div> : null}
+                        </>
+                      ) : (
+                        <span class="muted">never</span>
+                      )}
+                    </td>
+                    <td>
+                      <MinuteChart minutes={stats?.per_minute} compact />
+                      <div class="muted small">{stats ? `${count(stats.per_minute.reduce((n, m) => n + m.events_written, 0))} written` : '\u00a0'}</div>
+                    </td>
+                    <td class="number">
+                      {stats ? (
+                        stats.dead_lettered > 0 ? (
+                          <Link to={href(`/pipelines/${encodeURIComponent(p.id)}`, { status: 'dead_lettered' })} class="error-text">
+                            {count(stats.dead_lettered)}
+                          </Link>
+                        ) : (
+                          '0'
+                        )
+                      ) : (
+                        <span class="muted" title={answer && 'code' in answer ? `${answer.code}: ${answer.detail ?? ''}` : undefined}>
+                          –
+                        </span>
+                      )}
+                    </td>
+                    <td>
+                      <PipelineActions pipeline={p} action={action} onDone={resource.reload} />
+                    </td>
+                  </tr>
+                );
+              }) : undefined}
+        />
       )}
       {data ? <Pager first={href('/pipelines', { state })} next={data.page.next_cursor ? href('/pipelines', { state, cursor: data.page.next_cursor }) : null} onFirstPage={!cursor} /> : null}
     </Layout>

@@ -4,13 +4,14 @@ import { api, type Page } from '../api.js';
 import { ActionOutcome } from '../components/action-outcome.js';
 import { Badge } from '../components/badge.js';
 import { ConfirmDialog } from '../components/confirm-dialog.js';
+import { DataTable } from '../components/data-table.js';
 import { EmptyState } from '../components/empty-state.js';
 import { Layout, type Shell } from '../components/layout.js';
 import { Pager } from '../components/pager.js';
 import { ProblemBox } from '../components/problem-box.js';
-import { ago, count, duration, isoFromInput, utc } from '../format.js';
+import { ago, count, duration, inputFromIso, isoFromInput, utc } from '../format.js';
 import type { Delivery, Subscription } from '../records.js';
-import { href, Link, type Location } from '../router.js';
+import { href, Link, navigate, type Location } from '../router.js';
 import { useAction, type Action } from '../use-action.js';
 import { useResource } from '../use-resource.js';
 
@@ -22,17 +23,19 @@ const STATUSES = ['', 'failed', 'retrying', 'pending', 'delivered'];
  */
 export function WebhookView({ id, location, shell }: { id: string; location: Location; shell: Shell }): JSX.Element {
   const status = location.query.get('status') ?? '';
+  const since = location.query.get('since') ?? '';
   const cursor = location.query.get('cursor') ?? '';
   const base = `/webhooks/${encodeURIComponent(id)}`;
   const action = useAction();
   const [open, setOpen] = useState<string | undefined>();
   const [recovering, setRecovering] = useState(false);
+  const [disabling, setDisabling] = useState(false);
   const subscription = useResource<Subscription>(() => api<Subscription>('GET', `/v2/webhooks/${encodeURIComponent(id)}`), [id], 30_000);
   // A delivery `pending` is about to be attempted: the list is read again often until it is not.
   const [soon, setSoon] = useState(false);
   const deliveries = useResource<Page<Delivery>>(
-    () => api<Page<Delivery>>('GET', `/v2/webhooks/${encodeURIComponent(id)}/deliveries`, { query: { limit: 50, status, cursor } }),
-    [id, status, cursor],
+    () => api<Page<Delivery>>('GET', `/v2/webhooks/${encodeURIComponent(id)}/deliveries`, { query: { limit: 50, status, since, cursor } }),
+    [id, status, since, cursor],
     soon ? 1500 : 10_000,
   );
   const s = subscription.data;
@@ -72,7 +75,7 @@ export function WebhookView({ id, location, shell }: { id: string; location: Loc
   const actions = (
     <div class="actions">
       {s ? (
-        <button type="button" class="button" disabled={action.busy} onClick={() => setEnabled(!s.enabled)}>
+        <button type="button" class="button" disabled={action.busy} onClick={() => (s.enabled ? setDisabling(true) : setEnabled(true))}>
           {s.enabled ? 'Disable' : 'Enable'}
         </button>
       ) : null}
@@ -102,11 +105,31 @@ export function WebhookView({ id, location, shell }: { id: string; location: Loc
       {s && !s.enabled ? <p class="notice">Redelivered and recovered deliveries fail at once while the subscription is disabled: enable it first.</p> : null}
       <nav class="filters" aria-label="Filter deliveries by status">
         {STATUSES.map((st) => (
-          <Link key={st} to={href(base, { status: st })} class="filter" aria-current={st === status ? 'true' : undefined}>
+          <Link key={st} to={href(base, { status: st, since })} class="filter" aria-current={st === status ? 'true' : undefined}>
             {st === '' ? 'All' : st[0]!.toUpperCase() + st.slice(1)}
           </Link>
         ))}
       </nav>
+      <form
+        class="filter-form"
+        key={since}
+        onSubmit={(event) => {
+          event.preventDefault();
+          const value = new FormData(event.currentTarget).get('since');
+          navigate(href(base, { status, since: isoFromInput(String(value ?? '')) }));
+        }}
+      >
+        <div class="field">
+          <label for="deliveries-since">Created since (UTC)</label>
+          <input id="deliveries-since" name="since" type="datetime-local" step={1} defaultValue={inputFromIso(since)} />
+        </div>
+        <div class="field field-buttons">
+          <button type="submit" class="button button-primary">
+            Apply
+          </button>
+        </div>
+      </form>
+      <p class="muted small">Oldest first: the API lists deliveries in the order they were made. Narrow with a time to reach recent ones.</p>
       <ActionOutcome action={action} />
       {deliveries.problem ? <ProblemBox problem={deliveries.problem} context="The deliveries could not be loaded" /> : null}
       {rows && rows.length === 0 ? (
@@ -114,69 +137,65 @@ export function WebhookView({ id, location, shell }: { id: string; location: Loc
           <p>A delivery is made for every platform event this subscription names, when it happens.</p>
         </EmptyState>
       ) : (
-        <div class="table-wrap" aria-busy={deliveries.loading}>
-          <table>
-            <caption class="visually-hidden">Deliveries</caption>
-            <thead>
-              <tr>
-                <th scope="col">Created</th>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Last answer</th>
-                <th scope="col">Next attempt</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows
-                ? rows.flatMap((d) => {
-                    const out = [
-                      <tr key={d.id} data-delivery-id={d.id}>
-                        <td>
-                          {utc(d.created_at)}
-                          <div class="muted mono">{d.id}</div>
-                        </td>
-                        <td>
-                          <code>{d.event_type}</code>
-                          <div class="muted mono">{d.event_id}</div>
-                        </td>
-                        <td>
-                          <Badge value={d.status} />
-                        </td>
-                        <td class="number">{d.attempts}</td>
-                        <td>
-                          {d.last_response_status ? <code>HTTP {d.last_response_status}</code> : null}
-                          {d.last_error ? <div class="error-text">{d.last_error}</div> : null}
-                        </td>
-                        <td>{d.next_attempt_at ? <span title={utc(d.next_attempt_at)}>{ago(d.next_attempt_at)}</span> : ''}</td>
-                        <td>
-                          <div class="actions">
-                            {d.status === 'failed' || d.status === 'delivered' ? (
-                              <button type="button" class="button" disabled={action.busy} aria-label={`Redeliver ${d.event_type} delivery ${d.id}`} onClick={() => redeliver(d)}>
-                                Redeliver
-                              </button>
-                            ) : null}
-                            <button type="button" class="button button-quiet" aria-expanded={open === d.id} aria-controls={`delivery-${d.id}`} onClick={() => setOpen(open === d.id ? undefined : d.id)}>
-                              Attempts<span class="visually-hidden"> of delivery {d.id}</span>
-                            </button>
-                          </div>
-                        </td>
-                      </tr>,
-                    ];
-                    if (open === d.id) out.push(<AttemptsRow key={`${d.id}-attempts`} subscriptionId={id} delivery={d} action={action} />);
-                    return out;
-                  })
-                : [0, 1, 2].map((i) => (
-                    <tr key={i} class="placeholder-row">
-                      <td colSpan={7}>Loading…</td>
-                    </tr>
-                  ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          caption="Deliveries"
+          columns={['Created', 'Event', 'Status', 'Attempts', 'Last answer', 'Next attempt', 'Actions']}
+          busy={deliveries.loading}
+          rows={rows
+            ? rows.flatMap((d) => {
+                const out = [
+                  <tr key={d.id} data-delivery-id={d.id}>
+                    <td>
+                      {utc(d.created_at)}
+                      <div class="muted mono">{d.id}</div>
+                    </td>
+                    <td>
+                      <code>{d.event_type}</code>
+                      <div class="muted mono">{d.event_id}</div>
+                    </td>
+                    <td>
+                      <Badge value={d.status} />
+                    </td>
+                    <td class="number">{d.attempts}</td>
+                    <td>
+                      {d.last_response_status ? <code>HTTP {d.last_response_status}</code> : null}
+                      {d.last_error ? <div class="error-text">{d.last_error}</div> : null}
+                    </td>
+                    <td>{d.next_attempt_at ? <span title={utc(d.next_attempt_at)}>{ago(d.next_attempt_at)}</span> : ''}</td>
+                    <td>
+                      <div class="actions">
+                        {d.status === 'failed' || d.status === 'delivered' ? (
+                          <button type="button" class="button" disabled={action.busy} aria-label={`Redeliver ${d.event_type} delivery ${d.id}`} onClick={() => redeliver(d)}>
+                            Redeliver
+                          </button>
+                        ) : null}
+                        <button type="button" class="button button-quiet" aria-expanded={open === d.id} aria-controls={`delivery-${d.id}`} onClick={() => setOpen(open === d.id ? undefined : d.id)}>
+                          Attempts<span class="visually-hidden"> of delivery {d.id}</span>
+                        </button>
+                      </div>
+                    </td>
+                  </tr>,
+                ];
+                if (open === d.id) out.push(<AttemptsRow key={`${d.id}-attempts`} subscriptionId={id} delivery={d} action={action} />);
+                return out;
+              }) : undefined}
+        />
       )}
-      {deliveries.data ? <Pager first={href(base, { status })} next={deliveries.data.next_cursor ? href(base, { status, cursor: deliveries.data.next_cursor }) : null} onFirstPage={!cursor} /> : null}
+      {deliveries.data ? <Pager first={href(base, { status, since })} next={deliveries.data.next_cursor ? href(base, { status, since, cursor: deliveries.data.next_cursor }) : null} onFirstPage={!cursor} /> : null}
+      <ConfirmDialog
+        open={disabling}
+        title="Disable the subscription"
+        confirmLabel="Disable"
+        danger
+        busy={action.busy}
+        onConfirm={() => {
+          setDisabling(false);
+          setEnabled(false);
+        }}
+        onCancel={() => setDisabling(false)}
+      >
+        <p>It gets no new deliveries, and its pending and retrying deliveries end as failed. Enable it again and recover them to send them later.</p>
+      </ConfirmDialog>
       <ConfirmDialog open={recovering} title="Recover failed deliveries" confirmLabel="Recover" busy={action.busy} onConfirm={recover} onCancel={() => setRecovering(false)}>
         <p>Every failed delivery of this subscription created in the range is sent again, oldest first, each with a new 24-hour cycle of attempts.</p>
         <div class="field">

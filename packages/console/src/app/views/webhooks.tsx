@@ -1,6 +1,7 @@
 import type { JSX } from 'preact';
 import { api, type Page } from '../api.js';
 import { Badge } from '../components/badge.js';
+import { DataTable } from '../components/data-table.js';
 import { EmptyState } from '../components/empty-state.js';
 import { Layout, type Shell } from '../components/layout.js';
 import { Pager } from '../components/pager.js';
@@ -24,43 +25,28 @@ export function WebhooksView({ location, shell }: { location: Location; shell: S
           </p>
         </EmptyState>
       ) : (
-        <div class="table-wrap" aria-busy={resource.loading}>
-          <table>
-            <caption class="visually-hidden">Webhook subscriptions</caption>
-            <thead>
-              <tr>
-                <th scope="col">URL</th>
-                <th scope="col">Events</th>
-                <th scope="col">Status</th>
-                <th scope="col">Description</th>
-              </tr>
-            </thead>
-            <tbody>
-              {subscriptions
-                ? subscriptions.map((s) => (
-                    <tr key={s.id}>
-                      <th scope="row">
-                        <Link to={href(`/webhooks/${encodeURIComponent(s.id)}`)} class="break">
-                          {s.url}
-                        </Link>
-                        <div class="muted mono">{s.id}</div>
-                      </th>
-                      <td>{s.events.map((e) => <code key={e} class="tag">{e}</code>)}</td>
-                      <td>
-                        {s.enabled ? <Badge value="enabled" /> : <Badge value="disabled" />}
-                        {s.disabled_reason ? <div class="error-text">{s.disabled_reason.replace(/_/g, ' ')}</div> : null}
-                      </td>
-                      <td>{s.description ?? ''}</td>
-                    </tr>
-                  ))
-                : [0, 1, 2].map((i) => (
-                    <tr key={i} class="placeholder-row">
-                      <td colSpan={4}>Loading…</td>
-                    </tr>
-                  ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          caption="Webhook subscriptions"
+          columns={['URL', 'Events', 'Status', 'Description']}
+          busy={resource.loading}
+          rows={subscriptions
+            ? subscriptions.map((s) => (
+                <tr key={s.id}>
+                  <th scope="row">
+                    <Link to={href(`/webhooks/${encodeURIComponent(s.id)}`)} class="break">
+                      {s.url}
+                    </Link>
+                    <div class="muted mono">{s.id}</div>
+                  </th>
+                  <td>{s.events.map((e) => <code key={e} class="tag">{e}</code>)}</td>
+                  <td>
+                    {s.enabled ? <Badge value="enabled" /> : <Badge value="disabled" />}
+                    {s.disabled_reason ? <div class="error-text">{s.disabled_reason.replace(/_/g, ' ')}</div> : null}
+                  </td>
+                  <td>{s.description ?? ''}</td>
+                </tr>
+              )) : undefined}
+        />
       )}
       {resource.data ? <Pager first={href('/webhooks')} next={resource.data.next_cursor ? href('/webhooks', { cursor: resource.data.next_cursor }) : null} onFirstPage={!cursor} /> : null}
     </Layout>
