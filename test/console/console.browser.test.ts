@@ -213,6 +213,35 @@ describe('the console on Express, mounted under prefixes', () => {
   }, 60_000);
 });
 
+describe('the console when the network fails', () => {
+  it('tries an action again with the same Idempotency-Key when its first answer was lost, and a new one after an answer', async () => {
+    const host = await startConsoleHost('fastify');
+    hosts.push(host);
+    await ordersPipeline(host);
+    const { page } = await openPage(host);
+    await signIn(page, host);
+    await page.getByRole('link', { name: 'Connectors' }).click();
+    const keys: string[] = [];
+    let dropped = false;
+    await page.route('**/v2/connectors/*/check', async (route) => {
+      keys.push((await route.request().allHeaders())['idempotency-key'] ?? '');
+      if (!dropped) {
+        dropped = true;
+        await route.abort('connectionreset');
+      } else await route.continue();
+    });
+    await page.getByRole('button', { name: 'Check warehouse' }).click();
+    await page.getByRole('alert').getByText('network_error').waitFor();
+    await page.getByRole('button', { name: 'Check warehouse' }).click();
+    await page.getByText(/Check of warehouse: healthy/).waitFor();
+    // A new click after an answer is a new action.
+    await page.getByRole('button', { name: 'Check warehouse' }).click();
+    await expect.poll(() => keys.length).toBe(3);
+    expect(keys[1]).toBe(keys[0]);
+    expect(keys[2]).not.toBe(keys[1]);
+  }, 60_000);
+});
+
 describe('the console for every user', () => {
   it('is reachable by keyboard alone: skip link, sections, actions, and a dialog that holds focus', async () => {
     const host = await startConsoleHost('fastify');
