@@ -310,12 +310,13 @@ export function describeMatrix(name: string, fn: (ctx: MatrixContext) => void, o
 /**
  * Standard Webhooks headers for a body, signed with `secret` (`whsec_...`): `webhook-id`,
  * `webhook-timestamp` (unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256>` over
- * `<id>.<timestamp>.<body>`). Written here rather than imported so the suite checks the server
+ * `<id>.<timestamp>.<body bytes>`). Written here rather than imported so the suite checks the server
  * against the scheme itself, not against the library's own signer.
  */
-export function signedHeaders(secret: string, body: string, timestampSeconds: number, id = `msg_${randomUUID()}`): Record<string, string> {
+export function signedHeaders(secret: string, body: string | Uint8Array, timestampSeconds: number, id = `msg_${randomUUID()}`): Record<string, string> {
   const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
-  const signature = createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64');
+  // Over the body's bytes (a string as its UTF-8): bytes that are not UTF-8 are signed as they are.
+  const signature = createHmac('sha256', key).update(`${id}.${timestampSeconds}.`).update(body).digest('base64');
   return { 'webhook-id': id, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': `v1,${signature}` };
 }
 

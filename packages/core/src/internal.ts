@@ -34,6 +34,7 @@ export type { LogFn } from './common/index.js';
 export { IdGenerator, ID_PREFIXES, isId, type IdKind } from './common/index.js';
 export { CursorCodec, normalizeLimit, DEFAULT_LIMIT, MAX_LIMIT, CURSOR_TTL_MS, type CursorScope } from './common/index.js';
 export { hasInvalidCharacter, pointerToken, schemaErrors, type SchemaErrorOptions } from './common/index.js';
+export { decodePercent, decodeUtf8Exact, exceedsJsonDepth, MAX_JSON_DEPTH, tooDeepError, type PercentFault, type Utf8Fault } from './common/index.js';
 export { inputSchemas, readOnlyFields, resourceSchemas, ENUMERATIONS } from './common/index.js';
 export { assertSchedule, nextFireAfter } from './pipelines/index.js';
 export { isBlockedAddress, isHostAllowed, canonicalHost, hostRefusal } from './net/index.js';

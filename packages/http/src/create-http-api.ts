@@ -1,11 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace as otel, type Span } from '@opentelemetry/api';
 import { isFerryError, type Engine, type FieldError } from '@ferry/core';
-import { hasInvalidCharacter, pointerToken, scopeAllows, type AuthContext } from '@ferry/core/internal';
+import { decodeUtf8Exact, pointerToken, scopeAllows, type AuthContext } from '@ferry/core/internal';
 import { assertIdempotencyKey, requestHash, withIdempotency } from './idempotency.js';
 import { openApiDocuments } from './openapi.js';
 import { requestIdOf } from './outside-dispatch.js';
 import { HttpProblem, JSON_CONTENT_TYPE, problemResponse } from './problem.js';
+import { assertRequestCharacters } from './path-encoding.js';
 import { parseQuery } from './query.js';
 import { RateLimiter, rateLimitHeaders } from './rate-limiter.js';
 import { header, isJsonContentType, parseJson, readBody } from './request-body.js';
@@ -14,6 +15,7 @@ import { allRoutes } from './routes/index.js';
 import type { HttpApi, HttpApiOptions, HttpRequest, HttpResponse, RateLimitSettings, RouteInfo } from './types.js';
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
+const EMPTY = new Uint8Array(0);
 /** The instrumentation scope of the API's request spans. */
 const TRACER_NAME = '@ferry/http';
 const DEFAULT_RATE_LIMIT: RateLimitSettings = { requests: 600, perSeconds: 60 };
@@ -27,31 +29,6 @@ interface Trace {
   /** The route matched an operation: `route` is its template, not a guess from the path. */
   matched?: boolean;
   auth?: AuthContext;
-}
-
-const INVALID_CHARACTER = 'cannot contain the NUL character (U+0000) or a lone UTF-16 surrogate';
-
-/**
- * Refuses a path segment that decodes to, or a header that holds, a character no storage keeps
- * (400 `invalid_character`): Postgres refuses U+0000 outright, and would answer an id or a
- * filter holding one with an error instead of a 404 or an empty list. Query strings and bodies
- * are checked where they are read, with a pointer to each offending field.
- */
-function assertCharacters(request: HttpRequest, path: string): void {
-  for (const segment of path.split('/')) {
-    if (!segment.includes('%')) continue;
-    let decoded: string;
-    try {
-      decoded = decodeURIComponent(segment);
-    } catch {
-      continue; // a malformed percent-encoding names nothing: the route lookup answers 404
-    }
-    if (hasInvalidCharacter(decoded)) throw new HttpProblem('invalid_character', `The path ${INVALID_CHARACTER}.`);
-  }
-  for (const [name, value] of Object.entries(request.headers)) {
-    const values = Array.isArray(value) ? value : [value];
-    if (values.some((v) => typeof v === 'string' && hasInvalidCharacter(v))) throw new HttpProblem('invalid_character', `The ${name} header ${INVALID_CHARACTER}.`);
-  }
 }
 
 /**
@@ -122,27 +99,29 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
     }
   }
 
-  async function bodyOf(request: HttpRequest, definition: RouteDefinition): Promise<{ raw: string; parsed: unknown }> {
-    if (definition.method === 'GET' || definition.method === 'DELETE') return { raw: '', parsed: undefined };
-    let raw: string;
+  async function bodyOf(request: HttpRequest, definition: RouteDefinition): Promise<{ bytes: Uint8Array; parsed: unknown }> {
+    if (definition.method === 'GET' || definition.method === 'DELETE') return { bytes: EMPTY, parsed: undefined };
+    let bytes: Uint8Array;
     if (request.body === undefined && request.parsedBody !== undefined) {
       // A host middleware parsed the body already; its bytes are gone, its meaning is not.
-      raw = JSON.stringify(request.parsedBody) ?? '';
-      if (Buffer.byteLength(raw) > bodyLimit) throw new HttpProblem('payload_too_large', `The request body is larger than ${bodyLimit} bytes.`);
+      bytes = Buffer.from(JSON.stringify(request.parsedBody) ?? '');
+      if (bytes.byteLength > bodyLimit) throw new HttpProblem('payload_too_large', `The request body is larger than ${bodyLimit} bytes.`);
     } else {
-      raw = await readBody(request.body, request.headers, bodyLimit);
+      bytes = await readBody(request.body, request.headers, bodyLimit);
     }
-    if (raw.length === 0) {
+    if (bytes.byteLength === 0) {
       if (definition.body === 'required') {
         throw new HttpProblem('validation_failed', 'A JSON body is required.', { errors: [{ pointer: '', code: 'required', detail: 'Send a JSON object.' }] });
       }
-      return { raw, parsed: undefined };
+      return { bytes, parsed: undefined };
     }
     if (request.parsedBody === undefined && !isJsonContentType(header(request.headers, 'content-type'))) {
       throw new HttpProblem('unsupported_media_type', 'Send the body as Content-Type: application/json.');
     }
-    if (definition.rawBody) return { raw, parsed: undefined };
-    const parsed = request.body === undefined && request.parsedBody !== undefined ? request.parsedBody : parseJson(raw);
+    // Ingest checks its signature over the bytes as received before it decodes them.
+    if (definition.rawBody) return { bytes, parsed: undefined };
+    // Bytes first: what is not UTF-8 is refused (400), never decoded with replacement characters.
+    const parsed = request.body === undefined && request.parsedBody !== undefined ? request.parsedBody : parseJson(decodeUtf8Exact(bytes, 'The request body'));
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
       throw new HttpProblem('validation_failed', 'The body must be a JSON object.', { errors: [{ pointer: '', code: 'type', detail: 'Expected an object.' }] });
     }
@@ -150,7 +129,7 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
       const errors: FieldError[] = Object.keys(parsed).map((k) => ({ pointer: `/${pointerToken(k)}`, code: 'unknown_field', detail: 'This operation takes no body fields.' }));
       if (errors.length > 0) throw new HttpProblem('validation_failed', 'This operation takes no body.', { errors });
     }
-    return { raw, parsed };
+    return { bytes, parsed };
   }
 
   async function handle(request: HttpRequest, requestId: string, headers: Record<string, string>, trace: Trace): Promise<HttpResponse> {
@@ -159,7 +138,7 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
     const path = q < 0 ? url : url.slice(0, q);
     const search = q < 0 ? '' : url.slice(q + 1);
     const method = request.method.toUpperCase();
-    assertCharacters(request, path);
+    assertRequestCharacters(path, request.headers);
     const match = matchRoute(compiled, method, path);
     if (match.kind !== 'found') {
       // No key is looked at for a request that names no operation: the client address pays.
@@ -189,9 +168,9 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
       limit(`ip:${request.remoteAddress ?? ''}`, rateLimit, headers, 'default');
     }
     const query = parseQuery(search, definition.query);
-    const { raw, parsed } = await bodyOf(request, definition);
+    const { bytes, parsed } = await bodyOf(request, definition);
     const mountPath = request.mountPath ?? '';
-    const ctx: RouteContext = { engine, auth, workspaceId: auth?.workspace_id ?? '', params: match.params, query, body: parsed, rawBody: raw, headers: request.headers, mountPath };
+    const ctx: RouteContext = { engine, auth, workspaceId: auth?.workspace_id ?? '', params: match.params, query, body: parsed, rawBody: bytes, headers: request.headers, mountPath };
     const run = async (): Promise<HttpResponse> => {
       try {
         const result = await definition.handle(ctx);
@@ -210,7 +189,7 @@ export function createHttpApi(engine: Engine, options: HttpApiOptions = {}): Htt
     const idempotencyKey = header(request.headers, 'idempotency-key');
     if (idempotencyKey !== undefined && method === 'POST' && auth) {
       assertIdempotencyKey(idempotencyKey);
-      return withIdempotency(engine, auth, idempotencyKey, requestHash(method, path, parsed ?? (raw === '' ? undefined : raw)), run);
+      return withIdempotency(engine, auth, idempotencyKey, requestHash(method, path, parsed), run);
     }
     return run();
   }

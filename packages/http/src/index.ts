@@ -7,7 +7,7 @@
  * @packageDocumentation
  */
 export { createHttpApi } from './create-http-api.js';
-export { answerClientError, standaloneProblem } from './outside-dispatch.js';
+export { answerClientError, standaloneProblem, undecodablePathProblem } from './outside-dispatch.js';
 export { lingerAfterRefusedBody, LINGER_MS } from './linger.js';
 export { problemResponse } from './problem.js';
 export {

@@ -1,11 +1,10 @@
 import type { Engine } from '@ferry/core';
-import { DEFAULT_LIMIT, ERROR_STATUS, MAX_LIMIT, normalizeLimit, resourceSchemas } from '@ferry/core/internal';
+import { DEFAULT_LIMIT, ERROR_STATUS, MAX_JSON_DEPTH, MAX_LIMIT, normalizeLimit, resourceSchemas } from '@ferry/core/internal';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { toJsonSchema, type JsonSchema } from './json-schema.js';
 import { pluginCatalog, pluginSchemas } from './openapi-plugin-schemas.js';
 import { HTTP_ERROR_STATUS } from './problem.js';
 import { parseQuery } from './query.js';
-import { MAX_JSON_DEPTH } from './request-body.js';
 import { responseSchemas } from './response-schemas.js';
 import type { RouteDefinition } from './route.js';
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { HttpProblem, problemResponse, type ProblemCode } from './problem.js';
+import { pathEncodingProblem } from './path-encoding.js';
 import { header } from './request-body.js';
 import type { HttpHeaders, HttpResponse } from './types.js';
 
@@ -22,6 +23,20 @@ export function requestIdOf(headers: HttpHeaders | undefined): string {
 export function standaloneProblem(code: ProblemCode, detail: string, requestHeaders?: HttpHeaders): HttpResponse {
   const requestId = requestIdOf(requestHeaders);
   const { response } = problemResponse(new HttpProblem(code, detail), requestId);
+  response.headers = { ...response.headers, 'x-request-id': requestId, 'cache-control': 'no-store' };
+  return response;
+}
+
+/**
+ * The answer to a request whose path a framework's router could not decode (Fastify's
+ * `FST_ERR_BAD_URL`), as `dispatch` would give it: 400 `invalid_encoding` or
+ * `invalid_character` when the escapes decode to bytes that are not UTF-8 or to a character no
+ * storage keeps, else (the escapes are malformed) 404 `not_found`.
+ */
+export function undecodablePathProblem(url: string, requestHeaders?: HttpHeaders): HttpResponse {
+  const problem = pathEncodingProblem(url.split('?')[0]!);
+  const requestId = requestIdOf(requestHeaders);
+  const { response } = problemResponse(problem ?? new HttpProblem('not_found', 'No route has this path: its percent-encoding is malformed or a segment is too long.'), requestId);
   response.headers = { ...response.headers, 'x-request-id': requestId, 'cache-control': 'no-store' };
   return response;
 }

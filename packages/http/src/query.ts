@@ -1,10 +1,37 @@
 import type { FieldError } from '@ferry/core';
-import { hasInvalidCharacter, MAX_LIMIT, pointerToken } from '@ferry/core/internal';
+import { decodePercent, hasInvalidCharacter, MAX_LIMIT, pointerToken } from '@ferry/core/internal';
 import { HttpProblem } from './problem.js';
 import type { QueryParam } from './route.js';
 
 /** Query parameters every listing takes (docs/api.md, Lists). */
 export const PAGE_QUERY: Record<string, QueryParam> = { limit: { kind: 'limit' }, cursor: { kind: 'cursor' } };
+
+/** One `name=value` pair of a query string, decoded exactly, or what keeps it from decoding. */
+type QueryPair = { name: string; value: string; fault?: undefined } | { name: string; fault: 'invalid_encoding' | 'invalid_character' };
+
+/**
+ * Splits a query string into its pairs and decodes them as form encoding does (`+` is a space),
+ * but refusing rather than repairing: a malformed escape (`%zz`) or escapes whose bytes are not
+ * UTF-8 are `invalid_encoding`, and the CESU-8 bytes of a lone surrogate `invalid_character`.
+ * (`URLSearchParams` would keep the first as text and turn the others into U+FFFD, so a filter
+ * would silently search for something the client never sent.)
+ */
+function queryPairs(search: string): QueryPair[] {
+  const pairs: QueryPair[] = [];
+  for (const piece of search.split('&')) {
+    if (piece === '') continue;
+    const eq = piece.indexOf('=');
+    const rawName = eq < 0 ? piece : piece.slice(0, eq);
+    const name = decodePercent(rawName, true);
+    const value = decodePercent(eq < 0 ? '' : piece.slice(eq + 1), true);
+    // A name that does not decode is reported under its raw spelling: it is all there is.
+    const shownName = 'text' in name ? name.text : rawName;
+    const fault = 'fault' in name ? name.fault : 'fault' in value ? value.fault : undefined;
+    if (fault !== undefined) pairs.push({ name: shownName, fault: fault !== 'malformed_escape' && fault.surrogate ? 'invalid_character' : 'invalid_encoding' });
+    else pairs.push({ name: shownName, value: 'text' in value ? value.text : '' });
+  }
+  return pairs;
+}
 
 /**
  * Reads a query string against a route's parameters: each known parameter at most once, no
@@ -18,11 +45,18 @@ export function parseQuery(search: string, spec: Record<string, QueryParam> | un
   if (search === '') return out;
   const errors: FieldError[] = [];
   const seen = new Set<string>();
-  for (const [name, value] of new URLSearchParams(search)) {
+  for (const pair of queryPairs(search)) {
+    const { name } = pair;
     const param = spec && Object.hasOwn(spec, name) ? spec[name] : undefined;
     const pointer = `/${pointerToken(name)}`;
+    if (pair.fault === 'invalid_encoding') {
+      errors.push({ pointer, code: 'invalid_encoding', detail: 'This query parameter is not valid percent-encoded UTF-8.' });
+      seen.add(name);
+      continue;
+    }
+    const value = pair.fault === undefined ? pair.value : '';
     // `%00` decodes to U+0000, which no storage keeps (Postgres refuses it outright).
-    if (hasInvalidCharacter(name) || hasInvalidCharacter(value)) {
+    if (pair.fault === 'invalid_character' || hasInvalidCharacter(name) || hasInvalidCharacter(value)) {
       errors.push({ pointer, code: 'invalid_character', detail: 'Text cannot contain the NUL character (U+0000) or a lone UTF-16 surrogate.' });
       seen.add(name);
       continue;
@@ -65,7 +99,8 @@ export function parseQuery(search: string, spec: Record<string, QueryParam> | un
     }
   }
   if (errors.length > 0) {
-    const code = errors.every((e) => e.code === 'invalid_character') ? 'invalid_character' : 'validation_failed';
+    // A request whose only problems are of one of these kinds answers with that kind's own code.
+    const code = errors.every((e) => e.code === 'invalid_character') ? 'invalid_character' : errors.every((e) => e.code === 'invalid_encoding') ? 'invalid_encoding' : 'validation_failed';
     throw new HttpProblem(code, 'The query string is not valid.', { errors });
   }
   return out;

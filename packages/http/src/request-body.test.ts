@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH, isJsonContentType, parseJson, readBody } from './request-body.js';
+import { MAX_JSON_DEPTH } from '@ferry/core/internal';
+import { isJsonContentType, parseJson, readBody } from './request-body.js';
 
 async function* chunks(...parts: string[]): AsyncIterable<Uint8Array> {
   for (const p of parts) yield Buffer.from(p);
@@ -7,10 +8,16 @@ async function* chunks(...parts: string[]): AsyncIterable<Uint8Array> {
 
 describe('request bodies', () => {
   it('reads strings, bytes and streams within the limit', async () => {
-    expect(await readBody('{"a":1}', {}, 10)).toBe('{"a":1}');
-    expect(await readBody(Buffer.from('é'), {}, 10)).toBe('é');
-    expect(await readBody(chunks('{"a"', ':1}'), {}, 10)).toBe('{"a":1}');
-    expect(await readBody(undefined, {}, 10)).toBe('');
+    expect((await readBody('{"a":1}', {}, 10)).toString()).toBe('{"a":1}');
+    expect((await readBody(Buffer.from('é'), {}, 10)).toString()).toBe('é');
+    expect((await readBody(chunks('{"a"', ':1}'), {}, 10)).toString()).toBe('{"a":1}');
+    expect((await readBody(undefined, {}, 10)).length).toBe(0);
+  });
+
+  it('hands over the bytes as received, undecoded (a lone surrogate\'s CESU-8 stays three bytes)', async () => {
+    const bytes = Buffer.from([0x7b, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x7d]);
+    expect(Buffer.compare(await readBody(bytes, {}, 100), bytes)).toBe(0);
+    expect(Buffer.compare(await readBody(chunks('{"', '\u00ff'), {}, 100), Buffer.from('{"\u00ff'))).toBe(0);
   });
 
   it('refuses oversized bodies by Content-Length before reading, and while reading', async () => {
@@ -52,6 +59,8 @@ describe('request bodies', () => {
     expect(parseJson('['.repeat(MAX_JSON_DEPTH) + ']'.repeat(MAX_JSON_DEPTH))).toBeTruthy();
     expect(() => parseJson('['.repeat(MAX_JSON_DEPTH + 1) + ']'.repeat(MAX_JSON_DEPTH + 1))).toThrow(expect.objectContaining({ code: 'validation_failed' }));
     const deep = '{"a":'.repeat(200_000) + '1' + '}'.repeat(200_000);
-    expect(() => parseJson(deep)).toThrow(expect.objectContaining({ status: 400 }));
+    expect(() => parseJson(deep)).toThrow(expect.objectContaining({ code: 'validation_failed' }));
+    // Brackets inside strings are text, not nesting.
+    expect(parseJson(JSON.stringify({ a: '['.repeat(1000), b: '\\"[[' }))).toBeTruthy();
   });
 });

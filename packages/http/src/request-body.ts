@@ -1,9 +1,7 @@
 import type { Readable } from 'node:stream';
+import { exceedsJsonDepth, tooDeepError } from '@ferry/core/internal';
 import { HttpProblem } from './problem.js';
 import type { HttpBody, HttpHeaders } from './types.js';
-
-/** Nesting deeper than this is refused: deep documents only serve to exhaust stacks downstream. */
-export const MAX_JSON_DEPTH = 64;
 
 /** First value of a header. */
 export function header(headers: HttpHeaders, name: string): string | undefined {
@@ -16,21 +14,23 @@ function tooLarge(limit: number): HttpProblem {
 }
 
 /**
- * Reads a body into a string, refusing more than `limit` bytes (413) as soon as it is known:
- * from `Content-Length` before reading, else while reading, so an endless chunked body is cut
- * off rather than buffered.
+ * Reads a body's bytes, refusing more than `limit` bytes (413) as soon as it is known: from
+ * `Content-Length` before reading, else while reading, so an endless chunked body is cut off
+ * rather than buffered. The bytes are returned undecoded: a signature is checked over them, and
+ * decoding refuses (never replaces) what is not UTF-8.
  */
-export async function readBody(body: HttpBody | undefined, headers: HttpHeaders, limit: number): Promise<string> {
+export async function readBody(body: HttpBody | undefined, headers: HttpHeaders, limit: number): Promise<Buffer> {
   const declared = Number(header(headers, 'content-length'));
   if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
-  if (body === undefined) return '';
+  if (body === undefined) return Buffer.alloc(0);
   if (typeof body === 'string') {
-    if (Buffer.byteLength(body) > limit) throw tooLarge(limit);
-    return body;
+    const bytes = Buffer.from(body);
+    if (bytes.byteLength > limit) throw tooLarge(limit);
+    return bytes;
   }
   if (body instanceof Uint8Array) {
     if (body.byteLength > limit) throw tooLarge(limit);
-    return Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
+    return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   }
   const chunks: Buffer[] = [];
   let size = 0;
@@ -43,7 +43,7 @@ export async function readBody(body: HttpBody | undefined, headers: HttpHeaders,
     if (size > limit) throw tooLarge(limit);
     chunks.push(buf);
   }
-  return Buffer.concat(chunks, size).toString('utf8');
+  return Buffer.concat(chunks, size);
 }
 
 /**
@@ -57,24 +57,13 @@ export function isJsonContentType(value: string | undefined): boolean {
   return params.every((p) => !p.startsWith('charset=') || /^charset="?utf-8"?$/.test(p));
 }
 
-function depthOf(value: unknown): number {
-  // Iterative, so measuring a hostile document cannot itself overflow the stack.
-  let max = 0;
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, d] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (d > max) max = d;
-    if (max > MAX_JSON_DEPTH) return max;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) {
-      if (child !== null && typeof child === 'object') stack.push([child, d + 1]);
-    }
-  }
-  return max;
-}
-
-/** Parses a JSON body: 400 `malformed_json` when it is not JSON, 400 `validation_failed` when nested too deep. */
+/**
+ * Parses a JSON body: 400 `validation_failed` (field code `too_deep`) when nested more than 64
+ * deep, found by a scan of the text before anything parses or walks it; 400 `malformed_json`
+ * when it is not JSON.
+ */
 export function parseJson(text: string): unknown {
+  if (exceedsJsonDepth(text)) throw tooDeepError();
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -83,11 +72,6 @@ export function parseJson(text: string): unknown {
     const position = error instanceof Error ? /position (\d+)/.exec(error.message)?.[1] : undefined;
     const where = position === undefined ? (text.trim() === '' ? ' (it is empty)' : '') : ` (at position ${position})`;
     throw new HttpProblem('malformed_json', `The request body is not valid JSON${where}.`);
-  }
-  if (depthOf(value) > MAX_JSON_DEPTH) {
-    throw new HttpProblem('validation_failed', 'The request body is nested too deeply.', {
-      errors: [{ pointer: '', code: 'too_deep', detail: `Objects and arrays may be nested at most ${MAX_JSON_DEPTH} levels deep.` }],
-    });
   }
   return value;
 }

@@ -24,8 +24,8 @@ export interface RouteContext {
   query: Record<string, unknown>;
   /** The parsed JSON body; undefined when the request had none. */
   body: unknown;
-  /** The body exactly as received (signature checks need the bytes). */
-  rawBody: string;
+  /** The body's bytes exactly as received, undecoded (signature checks need them); empty without a body. */
+  rawBody: Uint8Array;
   headers: HttpHeaders;
   /** Where the host mounted the API (`/api`), `''` at the root (`HttpRequest.mountPath`). */
   mountPath: string;

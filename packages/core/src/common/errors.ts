@@ -11,6 +11,7 @@ export const ERROR_STATUS = {
   invalid_cursor: 400,
   unsafe_pattern: 400,
   invalid_character: 400,
+  invalid_encoding: 400,
   unauthenticated: 401,
   forbidden: 403,
   not_found: 404,

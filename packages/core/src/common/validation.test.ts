@@ -196,4 +196,12 @@ describe('pointerToken', () => {
     expect(pointerToken('~1')).toBe('~01');
     expect(pointerToken('plain')).toBe('plain');
   });
+
+  it('checks strings at any depth of object without overflowing the stack', () => {
+    let deep: unknown = 'a\u0000';
+    for (let i = 0; i < 100_000; i++) deep = { k: deep };
+    const errors = schemaErrors(Type.Unknown(), deep);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]!.code).toBe('invalid_character');
+  });
 });

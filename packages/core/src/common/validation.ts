@@ -3,6 +3,7 @@ import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
 import { validationError, type FerryError, type FieldError } from './errors.js';
 import { TimestampSchema } from './schemas.js';
+import { parseIsoTimestamp } from './timestamps.js';
 
 const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
 
@@ -134,15 +135,31 @@ export function assertText(text: string | undefined, pointer: string): void {
  * Postgres. Appends to `out` (skipping pointers already reported) and returns it.
  */
 function characterErrors(value: unknown, pointer: string, out: FieldError[]): FieldError[] {
-  if (typeof value === 'string') {
-    if (hasInvalidCharacter(value) && !out.some((e) => e.pointer === pointer)) out.push({ pointer, code: 'invalid_character', detail: INVALID_CHARACTER_DETAIL });
-  } else if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) characterErrors(value[i], `${pointer}/${i}`, out);
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) {
-      const child = `${pointer}/${pointerToken(key)}`;
-      if (hasInvalidCharacter(key) && !out.some((e) => e.pointer === child)) out.push({ pointer: child, code: 'invalid_character', detail: INVALID_CHARACTER_DETAIL });
-      else characterErrors(item, child, out);
+  // An explicit stack, not recursion: an embedder may hand a service any depth of object, and
+  // the walk that checks it must not be what overflows. Children are pushed in reverse, so the
+  // errors come out in document order.
+  const reported = new Set(out.map((e) => e.pointer));
+  const report = (at: string) => {
+    if (reported.has(at)) return;
+    reported.add(at);
+    out.push({ pointer: at, code: 'invalid_character', detail: INVALID_CHARACTER_DETAIL });
+  };
+  const stack: Array<[unknown, string]> = [[value, pointer]];
+  while (stack.length > 0) {
+    const [item, at] = stack.pop()!;
+    if (typeof item === 'string') {
+      if (hasInvalidCharacter(item)) report(at);
+    } else if (Array.isArray(item)) {
+      for (let i = item.length - 1; i >= 0; i--) stack.push([item[i], `${at}/${i}`]);
+    } else if (item !== null && typeof item === 'object') {
+      const entries = Object.entries(item);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, child] = entries[i]!;
+        const childPointer = `${at}/${pointerToken(key)}`;
+        // A bad key is reported at its own pointer (pushed as the string it is), its value unchecked.
+        if (hasInvalidCharacter(key)) stack.push([key, childPointer]);
+        else stack.push([child, childPointer]);
+      }
     }
   }
   return out;
@@ -159,7 +176,9 @@ export function assertSchema<T extends TSchema>(schema: T, value: unknown, optio
  * with `occurred_at` on both dialects; `pointer` names the field in errors.
  */
 export function normalizeTimestamp(value: string, pointer: string): string {
-  const ms = compile(TimestampSchema).Check(value) ? Date.parse(value) : Number.NaN;
+  // The pattern fixes the spelling the API takes; the parse refuses a date no calendar has
+  // (`2026-02-30`), which `Date.parse` would roll over into March.
+  const ms = compile(TimestampSchema).Check(value) ? parseIsoTimestamp(value) : Number.NaN;
   if (Number.isNaN(ms)) {
     throw validationError([{ pointer, code: 'format', detail: 'Expected an ISO 8601 timestamp such as 2026-11-22T10:00:00.000Z.' }]);
   }

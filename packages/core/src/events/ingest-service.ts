@@ -1,6 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { verifyWebhook, WebhookVerificationError } from '../crypto/index.js';
-import { compile, hasInvalidCharacter, parseExactJson, normalizeTimestamp, FerryError, notFound, validationError, schemaErrors } from '../common/index.js';
+import { compile, decodeUtf8Exact, exceedsJsonDepth, hasInvalidCharacter, parseExactJson, normalizeTimestamp, FerryError, notFound, tooDeepError, validationError, schemaErrors } from '../common/index.js';
 import { nowIso, reader, type EngineContext } from '../engine/index.js';
 import type { JsonObject } from '../plugin-api/index.js';
 import type { ConnectorRow } from '../storage/index.js';
@@ -69,7 +69,9 @@ export class IngestService {
   /**
    * Verifies, parses and stores one request. An unknown connector, one of another type or a
    * destination-only one is `not_found` (which of these is not said); a bad signature
-   * `unauthenticated`; a body that is not JSON `malformed_json`; a bad event `validation_failed`.
+   * `unauthenticated`, checked over `rawBody` exactly as received; bytes that are not UTF-8
+   * `invalid_encoding`; a body that is not JSON `malformed_json`; one nested more than 64 deep or
+   * a bad event `validation_failed`.
    */
   async receive(connectorId: string, rawBody: string | Uint8Array, headers: Record<string, string | string[] | undefined>): Promise<IngestResult> {
     const row = await reader(this.ctx).connectors.getAnyWorkspace(connectorId);
@@ -86,7 +88,9 @@ export class IngestService {
       }
       throw error;
     }
-    const events = this.parse(typeof rawBody === 'string' ? rawBody : Buffer.from(rawBody).toString('utf8'));
+    // Decoded only now: the signature covers the bytes as they arrived (Standard Webhooks), and
+    // bytes that are not UTF-8 are refused, never replaced, so what is stored is what was signed.
+    const events = this.parse(typeof rawBody === 'string' ? rawBody : decodeUtf8Exact(rawBody, 'The request body'));
     const now = nowIso(this.ctx);
     const stored = events.list.map((event, index) => ({
       id: this.ctx.ids.create('event'),
@@ -115,6 +119,8 @@ export class IngestService {
   }
 
   private parse(text: string): { batch: boolean; list: Received[] } {
+    // Before any parser or walker: no depth of nesting may reach a recursion (docs/api.md, Bodies).
+    if (exceedsJsonDepth(text)) throw tooDeepError();
     let body: unknown;
     try {
       // Exact: a number a double cannot hold is kept as a string of its digits, not rounded.

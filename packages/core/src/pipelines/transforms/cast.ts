@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { parseIsoTimestamp } from '../../common/index.js';
 import { defineTransform, type JsonValue } from '../../plugin-api/index.js';
 import { DotPath, getPath, setPath } from './dot-path.js';
 
@@ -49,45 +50,9 @@ function toBoolean(value: JsonValue): boolean {
   throw new Error(`Cannot cast ${describe(value)} to a boolean.`);
 }
 
-// ISO 8601 extended format: a date, optionally a time (minutes, seconds and a fraction optional)
-// and an offset. A space is accepted for the `T`, as RFC 3339 and most databases print it.
-const ISO_8601 =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?([Zz]|([+-])(\d{2}):?(\d{2}))?)?$/;
-
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-
-const pad = (n: string | undefined, width = 2): string => (n ?? '').padEnd(width, '0').slice(0, width);
-
-/**
- * Parses an ISO 8601 string to epoch milliseconds, or `NaN`. The fields are range-checked here
- * because `Date` rolls `02-30` over to March, and the string is rebuilt in the exact format
- * ECMAScript specifies, so the result does not depend on the engine's lenient fallback parser.
- * A date-time without an offset is taken as UTC, not the server's local time: every timestamp in
- * the API is UTC, and a result that changed with the host's time zone would be a bug.
- */
-function parseIso(text: string): number {
-  const m = ISO_8601.exec(text);
-  if (!m) return Number.NaN;
-  const [, year, month, day, hour = '00', minute = '00', second = '00', fraction, zone, sign, offH, offM] = m;
-  const y = Number(year);
-  const mo = Number(month);
-  const d = Number(day);
-  const daysInMonth = mo === 2 && isLeap(y) ? 29 : DAYS_IN_MONTH[mo - 1];
-  if (daysInMonth === undefined || d < 1 || d > daysInMonth) return Number.NaN;
-  if (Number(hour) > 23 || Number(minute) > 59 || Number(second) > 59) return Number.NaN;
-  if (sign !== undefined && (Number(offH) > 23 || Number(offM) > 59)) return Number.NaN;
-  const offset = zone === undefined || sign === undefined ? 'Z' : `${sign}${offH}:${offM}`;
-  // Fractions beyond milliseconds are truncated, as `Date` does.
-  return Date.parse(`${year}-${month}-${day}T${hour}:${minute}:${second}.${pad(fraction, 3)}${offset}`);
-}
-
-function isLeap(year: number): boolean {
-  return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
-}
-
 function toTimestamp(value: JsonValue): string {
   // `new Date(n)` is invalid beyond +-8.64e15 ms; `toISOString` would throw a bare RangeError.
-  const ms = typeof value === 'number' ? value : typeof value === 'string' ? parseIso(value.trim()) : Number.NaN;
+  const ms = typeof value === 'number' ? value : typeof value === 'string' ? parseIsoTimestamp(value.trim()) : Number.NaN;
   const date = new Date(ms);
   if (!Number.isFinite(ms) || Number.isNaN(date.getTime())) {
     throw new Error(`Cannot cast ${describe(value)} to a timestamp: expected an ISO 8601 string or epoch milliseconds.`);
