@@ -348,6 +348,57 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       expect(h.hub.sink('elsewhere').payloads().map((x) => x.n)).toEqual([10, 11, 12, 13, 14]);
     });
 
+    for (const mode of ['pull', 'push'] as const) {
+      it(`a held batch is retried with the destination's new settings: a PATCH reaches the batch waiting for it (${mode} source)`, async () => {
+        const h = await setup();
+        push(h, 10);
+        h.hub.sink('out').down(6 * HOUR);
+        const p = await pipeline(h, { mode });
+        await eventually(h.clock, async () => (await h.engine.connectors.get(WS, p.destination_connector_id)).health === 'down', MINUTE);
+        // The fix, made while the batch is held: the next attempt goes to the new place, at once.
+        await h.engine.connectors.update(WS, p.destination_connector_id, { config: { name: 'fixed' } });
+        await eventually(h.clock, () => h.hub.sink('fixed').events.size === 10, 1000);
+        expect(h.hub.sink('out').accepted).toBe(0);
+        expect(h.hub.sink('fixed').payloads().map((x) => x.n)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        await eventually(h.clock, async () => (await allEvents(h, p.id)).length === 10);
+        // The events after it go there too, and nothing was sent twice.
+        push(h, 3, 10);
+        await eventually(h.clock, () => h.hub.sink('fixed').events.size === 13, 1000);
+        expect(h.hub.sink('fixed').duplicates).toBe(0);
+      });
+    }
+
+    for (const mode of ['pull', 'push'] as const) {
+      it(`a failing read is retried with the source's new settings (${mode} source)`, async () => {
+        const h = await setup();
+        push(h, 5);
+        push(h, 4, 100, 'moved');
+        h.hub.stream('in').down(6 * HOUR);
+        const p = await pipeline(h, { mode });
+        await eventually(h.clock, async () => (await h.engine.connectors.get(WS, p.source_connector_id)).health === 'down', MINUTE);
+        await h.engine.connectors.update(WS, p.source_connector_id, { config: { name: 'moved' } });
+        await eventually(h.clock, () => h.hub.sink('out').events.size === 4, 1000);
+        expect(h.hub.sink('out').payloads().map((x) => x.n)).toEqual([100, 101, 102, 103]);
+      });
+    }
+
+    it("a held batch is retried with the pipeline's new steps and batch size", async () => {
+      const h = await setup();
+      push(h, 30);
+      const sink = h.hub.sink('out').limitBatch(10);
+      const p = await pipeline(h, { batch_size: 100 });
+      // Every write of the 30 is refused as too large: the batch is held, not dead-lettered.
+      await eventually(h.clock, () => sink.writes >= 2, MINUTE);
+      expect(sink.accepted).toBe(0);
+      await h.engine.pipelines.update(WS, p.id, { batch_size: 10, transforms: [{ type: 'set', path: 'fixed', value: true }] });
+      await eventually(h.clock, () => sink.events.size === 30, 1000);
+      expect(sink.largestWrite).toBe(10);
+      expect(sink.payloads().every((x) => x.fixed === true)).toBe(true);
+      expect(sink.duplicates).toBe(0);
+      await eventually(h.clock, async () => (await allEvents(h, p.id)).length === 30);
+      expect((await allEvents(h, p.id)).every((e) => e.status === 'delivered')).toBe(true);
+    });
+
     it('two engines on one database record each tick once', async () => {
       const h = await setup();
       const other = await h.another();

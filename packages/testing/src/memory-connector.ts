@@ -197,7 +197,10 @@ export class MemorySink extends FaultInjection {
   writes = 0;
   /** Events refused by a rejection rule. */
   rejected = 0;
+  /** The most events one `write` was given. */
+  largestWrite = 0;
   private readonly rejections: Rejection[] = [];
+  private batchLimit = Infinity;
 
   constructor(
     clock: Clock,
@@ -222,6 +225,15 @@ export class MemorySink extends FaultInjection {
     return this;
   }
 
+  /**
+   * Refuses every write of more than `max` events as a whole, with a non-retryable
+   * `payload_too_large`, as a receiver that caps its request size does (`Infinity` lifts it).
+   */
+  limitBatch(max: number): this {
+    this.batchLimit = max;
+    return this;
+  }
+
   /** Payloads received, in the order first received. */
   payloads(): JsonObject[] {
     return [...this.events.values()].map((e) => e.payload);
@@ -231,6 +243,8 @@ export class MemorySink extends FaultInjection {
   async write(events: readonly DestinationEvent[], signal: AbortSignal): Promise<WriteResult[]> {
     this.writes++;
     await this.faults(signal, 'sink');
+    if (events.length > this.batchLimit) throw new ConnectorError('payload_too_large', `The memory sink takes at most ${this.batchLimit} events a write (fault injected).`, { retryable: false });
+    this.largestWrite = Math.max(this.largestWrite, events.length);
     const results: WriteResult[] = new Array(events.length);
     for (let i = 0; i < events.length; i++) {
       const event = events[i]!;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { systemClock } from '../common/index.js';
 import { ConnectorError, PluginRegistry, type Destination, type DestinationEvent, type WriteResult } from '../plugin-api/index.js';
 import { builtinTransforms } from './transforms/index.js';
-import { processItems, type WorkItem } from './event-processor.js';
+import { processItems, type ItemResult, type WorkItem } from './event-processor.js';
 import { FlowError } from './flow-error.js';
 import { TransformChain } from './transform-chain.js';
 
@@ -80,5 +80,27 @@ describe('processItems', () => {
     const error = await processItems([item(1)], deps(chain([]), short), new AbortController().signal).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(FlowError);
     expect(error).toMatchObject({ code: 'invalid_write_result', retryable: false, reason: 'destination_unavailable' });
+  });
+
+  it('writes at most maxWrite events a call, in order', async () => {
+    const d = destination(() => ({ ok: true }));
+    const results = await processItems([1, 2, 3, 4, 5].map((n) => item(n)), { ...deps(chain([]), d), maxWrite: 2 }, new AbortController().signal);
+    expect(results.every((r) => r.status === 'delivered')).toBe(true);
+    expect(d.calls).toEqual([['evt_1', 'evt_2'], ['evt_3', 'evt_4'], ['evt_5']]);
+  });
+
+  it('an attempt after a whole-batch failure does not write again what an earlier one delivered, and re-runs the rest with its own steps', async () => {
+    let failing = true;
+    const d = destination((e) => (failing && e.id === 'evt_3' ? 'throw' : { ok: true }));
+    const carried: Array<ItemResult | undefined> = [];
+    const items = [1, 2, 3, 4].map((n) => item(n));
+    await expect(processItems(items, { ...deps(chain([]), d), maxWrite: 2, carried }, new AbortController().signal)).rejects.toBeInstanceOf(FlowError);
+    expect(carried.filter((r) => r?.status === 'delivered')).toHaveLength(2);
+    failing = false;
+    // The steps changed between the attempts: only the events not yet delivered get them.
+    const results = await processItems(items, { ...deps(chain([{ type: 'set', path: 'fixed', value: true }]), d), maxWrite: 2, carried }, new AbortController().signal);
+    expect(d.calls).toEqual([['evt_1', 'evt_2'], ['evt_3', 'evt_4'], ['evt_3', 'evt_4']]);
+    expect(results.map((r) => r.status)).toEqual(['delivered', 'delivered', 'delivered', 'delivered']);
+    expect(results.map((r) => (r.event.payload as { fixed?: boolean }).fixed)).toEqual([undefined, undefined, true, true]);
   });
 });

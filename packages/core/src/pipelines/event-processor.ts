@@ -38,6 +38,15 @@ export interface ProcessorDeps {
   scrub: (text: string) => string;
   /** The batch's span: the transform and write spans are its children (default: the active context). */
   trace?: TraceContext;
+  /** Most events in one call of the destination's `write` (default: all of them at once). */
+  maxWrite?: number;
+  /**
+   * Results carried from earlier attempts at the same items, by index: an event `delivered`
+   * there is not transformed or written again (the destination has it), and those delivered in
+   * this attempt are added, so an attempt cut short by a failure of the whole batch does not
+   * send them twice. Every other event is decided afresh, with the steps of this attempt.
+   */
+  carried?: Array<ItemResult | undefined>;
 }
 
 /**
@@ -49,13 +58,28 @@ export interface ProcessorDeps {
  */
 export async function processItems(items: readonly WorkItem[], deps: ProcessorDeps, signal: AbortSignal): Promise<ItemResult[]> {
   const results: ItemResult[] = new Array(items.length);
+  const carried = deps.carried;
+  const done = (i: number) => carried?.[i]?.status === 'delivered';
+  if (carried) for (let i = 0; i < items.length; i++) if (done(i)) results[i] = carried[i]!;
   const pending: { index: number; event: TransformEvent; attempts: number }[] = [];
   if (deps.chain.length > 0) {
-    await inSpan('ferry.pipeline.transform', { 'ferry.batch.records': items.length, 'ferry.transform.steps': deps.chain.length }, deps.trace, () => transformAll(items, deps, results, pending), unexpected);
+    await inSpan('ferry.pipeline.transform', { 'ferry.batch.records': items.length, 'ferry.transform.steps': deps.chain.length }, deps.trace, () => transformAll(items, deps, results, pending, done), unexpected);
   } else {
-    for (let i = 0; i < items.length; i++) pending.push({ index: i, event: items[i]!.event, attempts: items[i]!.attemptsBefore });
+    for (let i = 0; i < items.length; i++) if (!done(i)) pending.push({ index: i, event: items[i]!.event, attempts: items[i]!.attemptsBefore });
   }
+  const size = Math.max(1, deps.maxWrite ?? pending.length);
+  for (let start = 0; start < pending.length; start += size) {
+    await writeChunk(pending.slice(start, start + size), items, deps, results, signal);
+    if (carried) for (let k = start; k < Math.min(start + size, pending.length); k++) carried[pending[k]!.index] = results[pending[k]!.index];
+  }
+  return results;
+}
 
+/**
+ * Writes one chunk of events, in rounds: records the destination refuses are tried again up to
+ * `maxAttempts`, then dead-lettered at the stage `destination`; their results go into `results`.
+ */
+async function writeChunk(pending: { index: number; event: TransformEvent; attempts: number }[], items: readonly WorkItem[], deps: ProcessorDeps, results: ItemResult[], signal: AbortSignal): Promise<void> {
   let round = 0;
   let toWrite = pending;
   while (toWrite.length > 0) {
@@ -85,12 +109,18 @@ export async function processItems(items: readonly WorkItem[], deps: ProcessorDe
     if (again.length > 0 && retryableRefusal) await sleep(deps.clock, backoffDelay(deps.recordRetry, round), signal);
     toWrite = again;
   }
-  return results;
 }
 
 /** Runs the steps over every item, in order; what passes joins `pending`, the rest gets its result. */
-async function transformAll(items: readonly WorkItem[], deps: ProcessorDeps, results: ItemResult[], pending: { index: number; event: TransformEvent; attempts: number }[]): Promise<void> {
+async function transformAll(
+  items: readonly WorkItem[],
+  deps: ProcessorDeps,
+  results: ItemResult[],
+  pending: { index: number; event: TransformEvent; attempts: number }[],
+  done: (index: number) => boolean,
+): Promise<void> {
   for (let i = 0; i < items.length; i++) {
+    if (done(i)) continue;
     const item = items[i]!;
     if (item.fromStep >= deps.chain.length) {
       pending.push({ index: i, event: item.event, attempts: item.attemptsBefore });

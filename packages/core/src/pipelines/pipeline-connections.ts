@@ -6,7 +6,14 @@ import type { ConnectorRow, PipelineRow } from '../storage/index.js';
 import { FlowError, toFlowError } from './flow-error.js';
 import { TransformChain, UnknownStepError } from './transform-chain.js';
 
-/** A pipeline's source and destination opened through their plugins, and its compiled steps. */
+/** One side of a pipeline: what it reads from, or what it writes to. */
+export type PipelineSide = 'source' | 'destination';
+
+/**
+ * A pipeline's source and destination opened through their plugins. Each side can be opened
+ * again on its own ({@link reopen}) when its connector changes: a fix to the destination reaches
+ * the batch held against it at its next attempt, without giving up the source's position.
+ */
 export interface PipelineConnections {
   source: OpenedConnector;
   destination: OpenedConnector;
@@ -15,8 +22,13 @@ export interface PipelineConnections {
   writer: Destination;
   /** Replaces every secret of both connectors in a message. */
   scrub: (text: string) => string;
-  /** Changes when either connector's settings change (config, rotation): time to open them again. */
-  version: string;
+  /** What each side was opened from (see {@link connectorVersion}): a connector whose version differs changed since. */
+  versions: Record<PipelineSide, string>;
+  /**
+   * Opens one side again with its connector's current settings and closes the old one; the other
+   * side is kept. Nothing may be reading or writing through the old one meanwhile.
+   */
+  reopen(side: PipelineSide): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -31,66 +43,106 @@ export async function openConnections(
   pipeline: PipelineRow,
   options: { withSource: boolean; signal: AbortSignal },
 ): Promise<PipelineConnections> {
-  let source: OpenedConnector;
-  let destination: OpenedConnector;
+  const conns = new Connections(ctx, pipeline, options);
   try {
-    source = await openConnector(ctx, pipeline.workspace_id, pipeline.source_connector_id);
-    destination = await openConnector(ctx, pipeline.workspace_id, pipeline.destination_connector_id);
+    await conns.reopen('source');
+    await conns.reopen('destination');
   } catch (error) {
-    if (isFerryError(error, 'unavailable')) throw new FlowError('internal', 'connector_type_unavailable', error.message, false, { cause: error });
+    await conns.close();
     throw error;
   }
-  const secrets = [...source.secretValues, ...destination.secretValues];
-  const clean = (text: string) => scrub(text, secrets);
-  const opened: { reader?: Source; writer?: Destination } = {};
-  const closeAll = async () => {
-    // A closed source reports nothing any more: its last figure would go stale.
-    if (options.withSource) ctx.sourceLag.delete(pipeline.id);
-    for (const side of [opened.reader, opened.writer]) {
-      try {
-        await side?.close?.();
-      } catch (error) {
-        ctx.logger.warn({ pipeline_id: pipeline.id, err: clean(String((error as Error)?.message ?? error)) }, 'closing a connector failed');
-      }
+  return conns;
+}
+
+/** {@link PipelineConnections}, one side opened at a time. */
+class Connections implements PipelineConnections {
+  source!: OpenedConnector;
+  destination!: OpenedConnector;
+  reader?: Source;
+  writer!: Destination;
+  scrub: (text: string) => string = (text) => text;
+  versions: Record<PipelineSide, string> = { source: '', destination: '' };
+
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly pipeline: PipelineRow,
+    private readonly options: { withSource: boolean; signal: AbortSignal },
+  ) {}
+
+  async reopen(side: PipelineSide): Promise<void> {
+    const { ctx, pipeline } = this;
+    let opened: OpenedConnector;
+    try {
+      opened = await openConnector(ctx, pipeline.workspace_id, side === 'source' ? pipeline.source_connector_id : pipeline.destination_connector_id);
+    } catch (error) {
+      if (isFerryError(error, 'unavailable')) throw new FlowError('internal', 'connector_type_unavailable', error.message, false, { cause: error });
+      throw error;
     }
-  };
-  try {
-    const pluginContext = (c: OpenedConnector) => ({
-      ...connectorContext(ctx, c, options.signal),
+    // The messages of opening it are scrubbed of its new secrets as well as the other side's.
+    const other = side === 'source' ? this.destination : this.source;
+    const secrets = [...opened.secretValues, ...(other?.secretValues ?? [])];
+    const clean = (text: string) => scrub(text, secrets);
+    if (side === 'source') {
+      let reader: Source | undefined;
+      if (this.options.withSource) {
+        const open = opened.plugin.definition.source;
+        if (!open) throw new FlowError('source', 'direction_unsupported', `Connector type ${opened.row.type} cannot be read from.`, false);
+        try {
+          reader = await open(this.pluginContext(opened));
+        } catch (error) {
+          throw toFlowError('source', error, clean);
+        }
+      }
+      await this.closeSide('source');
+      this.reader = reader;
+      this.source = opened;
+    } else {
+      const open = opened.plugin.definition.destination;
+      if (!open) throw new FlowError('destination', 'direction_unsupported', `Connector type ${opened.row.type} cannot be written to.`, false);
+      let writer: Destination;
+      try {
+        writer = await open(this.pluginContext(opened));
+      } catch (error) {
+        throw toFlowError('destination', error, clean);
+      }
+      await this.closeSide('destination');
+      this.writer = writer;
+      this.destination = opened;
+    }
+    this.versions[side] = connectorVersion(opened.row);
+    this.scrub = clean;
+  }
+
+  /** Closes both sides; called once, when the flow or the replay is done with them. */
+  async close(): Promise<void> {
+    await this.closeSide('source');
+    await this.closeSide('destination');
+  }
+
+  private pluginContext(c: OpenedConnector) {
+    const { ctx, pipeline } = this;
+    return {
+      ...connectorContext(ctx, c, this.options.signal),
       pipelineId: pipeline.id,
       inbox: connectorInbox(ctx, c.row.id),
       reportLag: (bytes: number) => {
         if (Number.isFinite(bytes) && bytes >= 0) ctx.sourceLag.set(pipeline.id, bytes);
       },
-    });
-    if (options.withSource) {
-      const open = source.plugin.definition.source;
-      if (!open) throw new FlowError('source', 'direction_unsupported', `Connector type ${source.row.type} cannot be read from.`, false);
-      try {
-        opened.reader = await open(pluginContext(source));
-      } catch (error) {
-        throw toFlowError('source', error, clean);
-      }
-    }
-    const openWriter = destination.plugin.definition.destination;
-    if (!openWriter) throw new FlowError('destination', 'direction_unsupported', `Connector type ${destination.row.type} cannot be written to.`, false);
-    try {
-      opened.writer = await openWriter(pluginContext(destination));
-    } catch (error) {
-      throw toFlowError('destination', error, clean);
-    }
-    return {
-      source,
-      destination,
-      reader: opened.reader,
-      writer: opened.writer,
-      scrub: clean,
-      version: connectorsVersion(source.row, destination.row),
-      close: closeAll,
     };
-  } catch (error) {
-    await closeAll();
-    throw error;
+  }
+
+  private async closeSide(side: PipelineSide): Promise<void> {
+    const closing = side === 'source' ? this.reader : this.writer;
+    if (side === 'source') {
+      this.reader = undefined;
+      // A closed source reports nothing any more: its last figure would go stale.
+      if (this.options.withSource) this.ctx.sourceLag.delete(this.pipeline.id);
+    }
+    try {
+      await closing?.close?.();
+    } catch (error) {
+      this.ctx.logger.warn({ pipeline_id: this.pipeline.id, err: this.scrub(String((error as Error)?.message ?? error)) }, 'closing a connector failed');
+    }
   }
 }
 
@@ -143,11 +195,12 @@ export function compileSteps(ctx: EngineContext, pipeline: PipelineRow): Transfo
 }
 
 /**
- * What identifies the connectors' settings: their stored config and sealed secrets, not just
- * `updated_at`, which two changes within one millisecond (or one instant of a virtual clock) share.
+ * What identifies a connector's settings: its stored config and sealed secrets, not just
+ * `updated_at`, which two changes within one millisecond (or one instant of a virtual clock)
+ * share. A connector that is gone has a version no opened one has.
  */
-export function connectorsVersion(source: ConnectorRow | null, destination: ConnectorRow | null): string {
-  return JSON.stringify([source?.config, source?.secrets, source?.updated_at, destination?.config, destination?.secrets, destination?.updated_at]);
+export function connectorVersion(row: ConnectorRow | null): string {
+  return row === null ? 'gone' : JSON.stringify([row.config, row.secrets, row.updated_at]);
 }
 
 /** The inbox of one connector, as its plugin reads it (positions are inbox sequence numbers). */

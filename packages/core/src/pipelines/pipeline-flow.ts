@@ -9,7 +9,7 @@ import { commitBatch, countResults, prepareBatch, type BatchCounts, type Fence, 
 import { processItems, type ItemResult } from './event-processor.js';
 import { toWorkItems } from './source-records.js';
 import { FlowError, toFlowError } from './flow-error.js';
-import { compileSteps, connectorsVersion, HealthReporter, openConnections, type PipelineConnections } from './pipeline-connections.js';
+import { compileSteps, connectorVersion, HealthReporter, openConnections, type PipelineConnections, type PipelineSide } from './pipeline-connections.js';
 import type { TransformChain } from './transform-chain.js';
 import type { RuntimeOptions } from './runtime-options.js';
 
@@ -173,10 +173,7 @@ export class PipelineFlow {
   private async close(): Promise<void> {
     // A commit still running settles first: the run is ended (and counted) after its last batch.
     await this.pending?.catch(() => undefined);
-    // A read started ahead finishes (and is dropped) before its source is closed under it.
-    const ahead = this.ahead;
-    this.ahead = undefined;
-    await ahead?.promise.catch(() => undefined);
+    await this.dropReadAhead();
     const conns = this.conns;
     this.conns = undefined;
     await conns?.close();
@@ -185,38 +182,89 @@ export class PipelineFlow {
 
   /**
    * Reads the pipeline again (every batch: a pause or an edit made on another engine is seen at
-   * the next batch), and its connectors when something says they changed; opens them again if
-   * they did. False when the pipeline is no longer active or the flow was asked to stop. With
-   * `reopen: false` (inside a push source's handler, which must not close the source it runs
-   * in) a change only sets {@link reopenNeeded}.
+   * the next batch), and its connectors when something says they changed; opens again the side
+   * whose connector did. False when the pipeline is no longer active or the flow was asked to
+   * stop. With `reopen: false` (inside a push source's handler, which must not close the source
+   * it runs in) a changed source only sets {@link reopenNeeded}; a changed destination is
+   * opened again at once either way.
    */
   private async refresh(reopen = true): Promise<boolean> {
     if (this.stopper.signal.aborted) return false;
     const row = await this.retrying('storage', () => this.deps.ctx.storage.repos.pipelines.getAnyWorkspace(this.spec.pipelineId));
     if (!row || row.state !== 'active') return false;
+    await this.retrying('storage', async () => this.adopt(row));
+    if (!this.dirty && this.conns) return !this.stopper.signal.aborted;
+    this.dirty = false;
+    await this.retrying('source', async () => {
+      if (!this.conns) {
+        this.conns = await openConnections(this.deps.ctx, row, { withSource: true, signal: this.hard.signal });
+        return;
+      }
+      if (await this.changed('destination')) await this.conns.reopen('destination');
+      if (await this.changed('source')) {
+        if (reopen) await this.reopenSource();
+        else this.reopenNeeded = true;
+      }
+    });
+    this.health.observe(this.conns!.source);
+    this.health.observe(this.conns!.destination);
+    return !this.stopper.signal.aborted;
+  }
+
+  /** Takes a pipeline row as the flow's settings: its steps are compiled again when they changed. */
+  private adopt(row: PipelineRow): void {
     this.row = row;
     const stepsKey = JSON.stringify(row.transforms);
     if (stepsKey !== this.stepsKey || !this.chain) {
-      this.chain = await this.retrying('storage', async () => compileSteps(this.deps.ctx, row));
+      this.chain = compileSteps(this.deps.ctx, row);
       this.stepsKey = stepsKey;
     }
-    if (!this.dirty && this.conns) return !this.stopper.signal.aborted;
-    this.dirty = false;
-    const conns = await this.retrying('source', async () => {
-      const source = await this.deps.ctx.storage.repos.connectors.get(row.workspace_id, row.source_connector_id);
-      const destination = await this.deps.ctx.storage.repos.connectors.get(row.workspace_id, row.destination_connector_id);
-      if (this.conns && this.conns.version === connectorsVersion(source, destination)) return this.conns;
-      if (!reopen && this.conns) {
-        this.reopenNeeded = true;
-        return this.conns;
+  }
+
+  /** Whether `side`'s connector changed since it was opened (a config update, a secret, a rotation). */
+  private async changed(side: PipelineSide): Promise<boolean> {
+    const row = this.row;
+    const id = side === 'source' ? row.source_connector_id : row.destination_connector_id;
+    return connectorVersion(await this.deps.ctx.storage.repos.connectors.get(row.workspace_id, id)) !== this.conns!.versions[side];
+  }
+
+  /** Opens the source again; a read started ahead on the old one is dropped first. */
+  private async reopenSource(): Promise<void> {
+    await this.dropReadAhead();
+    await this.conns!.reopen('source');
+  }
+
+  /**
+   * Before another attempt at a batch that is held: the pipeline's latest settings (steps,
+   * batch size, attempts) and `side`'s connector, opened again when it changed, so that a fix
+   * made while the batch waits (a PATCH of the destination's url, a new password, a rotation, a
+   * corrected step) is what the next attempt uses. A pipeline that is no longer active ends the
+   * flow; storage that cannot answer is a failure of its own, retried like any other.
+   */
+  private async refreshForRetry(side: PipelineSide): Promise<void> {
+    let changed: boolean;
+    try {
+      const row = await this.deps.ctx.storage.repos.pipelines.getAnyWorkspace(this.spec.pipelineId);
+      if (!row || row.state !== 'active') {
+        this.end = 'inactive';
+        throw new Stop('inactive');
       }
-      await this.close();
-      return openConnections(this.deps.ctx, row, { withSource: true, signal: this.hard.signal });
-    });
-    this.conns = conns;
-    this.health.observe(conns.source);
-    this.health.observe(conns.destination);
-    return !this.stopper.signal.aborted;
+      this.adopt(row);
+      changed = await this.changed(side);
+    } catch (error) {
+      throw error instanceof Stop || error instanceof FlowError ? error : storageFlowError(error);
+    }
+    if (!changed) return;
+    if (side === 'source') await this.reopenSource();
+    else await this.conns!.reopen('destination');
+    this.health.observe(this.conns![side]);
+  }
+
+  /** Drops the read started ahead, if any, once it settled: nothing may read from a source being closed. */
+  private async dropReadAhead(): Promise<void> {
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    await ahead?.promise.catch(() => undefined);
   }
 
   /** A pull source, read batch after batch until the flow ends. */
@@ -257,17 +305,19 @@ export class PipelineFlow {
       this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
       return false;
     }
-    const current = this.conns!.reader as PullSource;
     const from = this.position;
     // The read started while the previous batch was being written, when it still fits.
-    let early = this.takeReadAhead(current, from);
+    let early = this.takeReadAhead(this.conns!.reader as PullSource, from);
     const readStarted = performance.now();
-    const batch = await this.retrying('source', () => {
-      const read = early ?? current.read(from, this.row.batch_size, this.hard.signal);
+    let attempt = 0;
+    const batch = await this.retrying('source', async () => {
+      // A retry reads with what may have fixed the failure: the source's new settings, the new batch size.
+      if (attempt++ > 0) await this.refreshForRetry('source');
+      const read = early ?? (this.conns!.reader as PullSource).read(from, this.row.batch_size, this.hard.signal);
       early = undefined; // a failed read-ahead counts as a failure; the retry reads afresh
       return read;
     });
-    if (batch.records.length > 0) this.readAhead(current, batch.checkpoint);
+    if (batch.records.length > 0) this.readAhead(this.conns!.reader as PullSource, batch.checkpoint);
     if (batch.records.length === 0) {
       await this.flush();
       // Caught up. A source may still move its position (past an empty object, say): keep it.
@@ -291,11 +341,14 @@ export class PipelineFlow {
       }
       return true;
     }
-    const row = this.row;
-    const span = this.startBatchSpan(row, batch.records.length, readStarted);
+    const span = this.startBatchSpan(this.row, batch.records.length, readStarted);
     let prepared: PreparedBatch;
+    let row: PipelineRow;
     try {
-      prepared = prepareBatch(this.deps.ctx, row, await this.process(batch, spanContext(span)));
+      const results = await this.process(batch, spanContext(span));
+      // The settings the batch was written with: a held batch may have picked up newer ones.
+      row = this.row;
+      prepared = prepareBatch(this.deps.ctx, row, results);
     } catch (error) {
       endBatchSpan(span, undefined, error);
       throw error;
@@ -398,10 +451,11 @@ export class PipelineFlow {
           consuming.abort(new Stop('inactive'));
           throw new Stop('inactive');
         }
-        const row = this.row;
-        const span = this.startBatchSpan(row, batch.records.length);
+        const span = this.startBatchSpan(this.row, batch.records.length);
         try {
-          return { row, span, batch: prepareBatch(this.deps.ctx, row, await this.process(batch, spanContext(span))) };
+          const results = await this.process(batch, spanContext(span));
+          // The settings the batch was written with: a held batch may have picked up newer ones.
+          return { row: this.row, span, batch: prepareBatch(this.deps.ctx, this.row, results) };
         } catch (error) {
           endBatchSpan(span, undefined, error);
           throw error;
@@ -453,8 +507,10 @@ export class PipelineFlow {
           if (consuming.signal.aborted) break;
           if (restart.signal.aborted) continue;
           if (error instanceof Stop) break;
-          // The source itself broke (its connection dropped): count it and start it again from the checkpoint.
+          // The source itself broke (its connection dropped): count it and start it again from the
+          // checkpoint, opened again if its connector changed meanwhile (the fix may be that change).
           await this.failure('source', error, this.fore, woken);
+          this.reopenNeeded = true;
         }
       }
     } finally {
@@ -486,22 +542,30 @@ export class PipelineFlow {
   /** Takes one source batch through the steps and the destination (not committed yet); `trace` is the batch's span. */
   private async process(batch: SourceBatch, trace: TraceContext): Promise<ItemResult[]> {
     const items = toWorkItems(this.row.id, batch.records, this.deps.ctx.clock.now());
-    const conns = this.conns!;
-    const results = await this.retrying('destination', () =>
-      processItems(
+    // What the destination took in an attempt cut short is not sent again by the next one.
+    const carried: Array<ItemResult | undefined> = [];
+    let attempt = 0;
+    const results = await this.retrying('destination', async () => {
+      // A held batch is tried again with what may have fixed it: the destination's new settings,
+      // the pipeline's new steps and batch size (at most that many events per write).
+      if (attempt++ > 0) await this.refreshForRetry('destination');
+      const conns = this.conns!;
+      return processItems(
         items,
         {
           chain: this.chain!,
           destination: conns.writer,
           maxAttempts: this.row.max_attempts,
+          maxWrite: this.row.batch_size,
           clock: this.deps.ctx.clock,
           recordRetry: this.deps.options.recordRetry,
           scrub: conns.scrub,
           trace,
+          carried,
         },
         this.hard.signal,
-      ),
-    );
+      );
+    });
     // The destination took the batch: the foreground's failure streak is over (and, with no commit
     // running behind, the outage: the batch then counts in the run that recovery starts).
     await this.progressed(this.fore);
