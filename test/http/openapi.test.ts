@@ -14,7 +14,7 @@ import { Type } from '@sinclair/typebox';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, defineConnector, defineTransform, Secret, sqliteStorage } from '@ferry/core';
-import { engineContext, ERROR_CODES, MAX_LIMIT } from '@ferry/core/internal';
+import { engineContext, ERROR_CODES, MAX_LIMIT, resourceSchemas } from '@ferry/core/internal';
 import { createHttpApi } from '@ferry/http';
 import { ADAPTERS, PROBLEM_JSON, startApi, testPlugins, type TestApi, type TestResponse } from './harness.js';
 import { createConnector, createPipeline, createWebhook, expectProblem, ghostId, insertDelivery, insertEvents, unique } from './fixtures.js';
@@ -28,7 +28,7 @@ type Operation = {
   security: Array<Record<string, unknown>>;
   parameters: Array<Parameter | { $ref: string }>;
   responses: Record<string, Response>;
-  requestBody?: { content: Record<string, { schema: unknown }> };
+  requestBody?: { required?: boolean; content: Record<string, { schema: unknown }> };
 };
 type Document = {
   openapi: string;
@@ -86,6 +86,49 @@ function raisedCodes(): Set<string> {
 }
 
 const METHODS = ['GET', 'POST', 'PATCH', 'DELETE', 'PUT'] as const;
+/** The id every path parameter takes, by its prefix: one line per parameter of the route table. */
+const PATH_IDS: Record<string, string> = {
+  'GET /v2/connectors/{id} id': 'con',
+  'PATCH /v2/connectors/{id} id': 'con',
+  'DELETE /v2/connectors/{id} id': 'con',
+  'POST /v2/connectors/{id}/check id': 'con',
+  'GET /v2/connectors/{id}/signing-secret id': 'con',
+  'POST /v2/connectors/{id}/rotate id': 'con',
+  'GET /v2/pipelines/{id} id': 'pip',
+  'PATCH /v2/pipelines/{id} id': 'pip',
+  'DELETE /v2/pipelines/{id} id': 'pip',
+  'POST /v2/pipelines/{id}/activate id': 'pip',
+  'POST /v2/pipelines/{id}/pause id': 'pip',
+  'POST /v2/pipelines/{id}/runs id': 'pip',
+  'GET /v2/pipelines/{id}/runs id': 'pip',
+  'GET /v2/pipelines/{id}/stats id': 'pip',
+  'GET /v2/pipelines/{id}/events id': 'pip',
+  'POST /v2/pipelines/{id}/events/replay id': 'pip',
+  'POST /v2/events/{id}/replay id': 'evt',
+  'GET /v2/webhooks/{id} id': 'whk',
+  'PATCH /v2/webhooks/{id} id': 'whk',
+  'DELETE /v2/webhooks/{id} id': 'whk',
+  'GET /v2/webhooks/{id}/secret id': 'whk',
+  'POST /v2/webhooks/{id}/rotate-secret id': 'whk',
+  'GET /v2/webhooks/{id}/deliveries id': 'whk',
+  'GET /v2/webhooks/{id}/deliveries/{delivery_id} id': 'whk',
+  'GET /v2/webhooks/{id}/deliveries/{delivery_id} delivery_id': 'dlv',
+  'POST /v2/webhooks/{id}/deliveries/{delivery_id}/redeliver id': 'whk',
+  'POST /v2/webhooks/{id}/deliveries/{delivery_id}/redeliver delivery_id': 'dlv',
+  'POST /v2/webhooks/{id}/recover id': 'whk',
+  'POST /v2/ingest/{connector_id} connector_id': 'con',
+};
+/** The pattern the records give each kind of id (`shapes.ts`), by prefix. */
+const RECORD_ID_PATTERNS: Record<string, string | undefined> = {
+  con: resourceSchemas.Connector.properties.id.pattern,
+  pip: resourceSchemas.Pipeline.properties.id.pattern,
+  evt: resourceSchemas.PlatformEvent.properties.id.pattern,
+  whk: resourceSchemas.WebhookSubscription.properties.id.pattern,
+  dlv: resourceSchemas.Delivery.properties.id.pattern,
+};
+/** Operations that take no fields (`body: 'none'`), and those whose body may be left out (`'optional'`). */
+const NO_FIELDS = new Set(['checkConnector', 'activatePipeline', 'pausePipeline', 'triggerRun', 'replayEvent', 'redeliverDelivery']);
+const OPTIONAL_BODY = new Set(['rotateConnector', 'replayEvents', 'rotateWebhookSecret']);
 const GHOSTS: Record<string, string> = { id: ghostId('pip'), connector_id: ghostId('con'), delivery_id: ghostId('dlv') };
 const DOC_ID = 'urn:ferry:openapi';
 
@@ -149,6 +192,74 @@ describe.each(ADAPTERS)('the OpenAPI document [%s]', (adapter) => {
     expectProblem(await api.request('GET', '/v2/pipelines/a/b/c/d'), 404, 'not_found');
   });
 
+  it('gives every path id the pattern and length of the id the answers give it', async () => {
+    const documented: Record<string, string> = {};
+    const schemas: Record<string, Schema> = {};
+    for (const [template, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        for (const p of op.parameters) {
+          if ('$ref' in p || p.in !== 'path') continue;
+          const key = `${method.toUpperCase()} ${template} ${p.name}`;
+          const prefix = /^\^(\w+)_/.exec(String(p.schema.pattern))?.[1];
+          documented[key] = prefix ?? `<no id pattern: ${JSON.stringify(p.schema)}>`;
+          schemas[key] = p.schema;
+        }
+      }
+    }
+    expect(documented).toEqual(PATH_IDS);
+    const ajv = new Ajv2020({ strict: false });
+    const pipeline = await createPipeline(api);
+    const webhook = await createWebhook(api);
+    const [event] = await insertEvents(api, pipeline.id, [{ occurred_at: new Date(api.clock.now()).toISOString() }]);
+    const delivery = await insertDelivery(api, webhook.id, 'failed');
+    const real: Record<string, string> = { con: pipeline.source_connector_id, pip: pipeline.id, evt: event!.id, whk: webhook.id, dlv: delivery.id };
+    for (const [key, schema] of Object.entries(schemas)) {
+      const prefix = PATH_IDS[key]!;
+      // The same pattern as the records, and the length every id of the kind has.
+      expect(schema, key).toEqual({ type: 'string', pattern: RECORD_ID_PATTERNS[prefix], maxLength: real[prefix]!.length });
+      const validate = ajv.compile(schema);
+      expect(validate(real[prefix]), `${key} takes ${real[prefix]}`).toBe(true);
+      expect(validate(ghostId(prefix)), key).toBe(true);
+      for (const other of Object.keys(real).filter((p) => p !== prefix)) expect(validate(real[other]), `${key} refuses ${real[other]}`).toBe(false);
+      expect(validate(`${real[prefix]}0`), key).toBe(false);
+      expect(validate(real[prefix]!.toLowerCase()), key).toBe(false);
+    }
+    // The answers' ids say the same.
+    expect(doc.components.schemas.Pipeline!.properties.id).toMatchObject({ pattern: RECORD_ID_PATTERNS.pip, maxLength: pipeline.id.length });
+    expect(doc.components.schemas.Delivery!.properties.subscription_id).toMatchObject({ pattern: RECORD_ID_PATTERNS.whk, maxLength: webhook.id.length });
+  });
+
+  it('declares what each operation that reads a body accepts; one without fields takes nothing or {}', async () => {
+    const ajv = new Ajv2020({ strict: false });
+    for (const [template, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const what = `${method.toUpperCase()} ${template}`;
+        // GET and DELETE bodies are ignored: nothing to declare.
+        if (method === 'get' || method === 'delete') {
+          expect(op.requestBody, what).toBeUndefined();
+          continue;
+        }
+        expect(op.requestBody, what).toBeDefined();
+        expect(op.requestBody!.required, what).toBe(!NO_FIELDS.has(op.operationId) && !OPTIONAL_BODY.has(op.operationId));
+        // A body is read, so it can be too large or not JSON.
+        expect(Object.keys(op.responses), what).toEqual(expect.arrayContaining(['413', '415']));
+        if (!NO_FIELDS.has(op.operationId)) continue;
+        const schema = op.requestBody!.content['application/json']!.schema as Schema;
+        expect(schema, what).toMatchObject({ type: 'object', properties: {}, additionalProperties: false });
+        const validate = ajv.compile(schema);
+        expect(validate({}), what).toBe(true);
+        expect(validate({ force: true }), what).toBe(false);
+      }
+    }
+    expect([...NO_FIELDS, ...OPTIONAL_BODY].every((id) => Object.values(doc.paths).some((ops) => Object.values(ops).some((op) => op.operationId === id)))).toBe(true);
+    // What the server does: nothing or {} is taken, a field is refused.
+    const pipeline = await createPipeline(api);
+    expect((await api.request('POST', `/v2/pipelines/${pipeline.id}/activate`, { body: {} })).status).toBe(200);
+    expect((await api.request('POST', `/v2/pipelines/${pipeline.id}/pause`)).status).toBe(200);
+    expectProblem(await api.request('POST', `/v2/pipelines/${pipeline.id}/activate`, { body: { force: true } }), 400, 'validation_failed');
+    expectProblem(await api.request('POST', `/v2/pipelines/${pipeline.id}/activate`, { raw: 'x', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
+  });
+
   it('describes the bodies actually served', async () => {
     // The document's own schemas, every "#/components/..." reference made absolute so any part
     // of it can be compiled on its own. Formats are not asserted: ajv ships none by itself.
@@ -208,19 +319,19 @@ describe.each(ADAPTERS)('the OpenAPI document [%s]', (adapter) => {
     await call('GET', '/v2/connectors', '/v2/connectors');
     await call('GET', '/v2/connectors/{id}', `/v2/connectors/${source.id}`);
     await call('PATCH', '/v2/connectors/{id}', `/v2/connectors/${source.id}`, { name: 'renamed' });
-    await call('POST', '/v2/connectors/{id}/check', `/v2/connectors/${pipeline.source_connector_id}/check`);
+    await call('POST', '/v2/connectors/{id}/check', `/v2/connectors/${pipeline.source_connector_id}/check`, {});
     await call('POST', '/v2/connectors/{id}/rotate', `/v2/connectors/${source.id}/rotate`);
     await call('GET', '/v2/pipelines', '/v2/pipelines');
     await call('GET', '/v2/pipelines/{id}', `/v2/pipelines/${pipeline.id}`);
     await call('PATCH', '/v2/pipelines/{id}', `/v2/pipelines/${pipeline.id}`, { description: 'documented' });
-    await call('POST', '/v2/pipelines/{id}/activate', `/v2/pipelines/${pipeline.id}/activate`);
+    await call('POST', '/v2/pipelines/{id}/activate', `/v2/pipelines/${pipeline.id}/activate`, {});
     await call('GET', '/v2/pipelines/{id}/runs', `/v2/pipelines/${pipeline.id}/runs`);
     await call('GET', '/v2/pipelines/{id}/stats', `/v2/pipelines/${pipeline.id}/stats?minutes=5`);
     await call('GET', '/v2/pipelines/{id}/stats', `/v2/pipelines/${pipeline.id}/stats?minutes=0`);
     await call('POST', '/v2/pipelines/{id}/runs', `/v2/pipelines/${pipeline.id}/runs`);
     await call('POST', '/v2/pipelines/{id}/pause', `/v2/pipelines/${pipeline.id}/pause`);
     await call('GET', '/v2/pipelines/{id}/events', `/v2/pipelines/${pipeline.id}/events`);
-    await call('POST', '/v2/events/{id}/replay', `/v2/events/${event!.id}/replay`);
+    await call('POST', '/v2/events/{id}/replay', `/v2/events/${event!.id}/replay`, {});
     await call('POST', '/v2/pipelines/{id}/events/replay', `/v2/pipelines/${pipeline.id}/events/replay`, { status: 'dead_lettered' });
     await call('GET', '/v2/webhooks', '/v2/webhooks');
     await call('GET', '/v2/webhooks/{id}', `/v2/webhooks/${webhook.id}`);
@@ -229,7 +340,7 @@ describe.each(ADAPTERS)('the OpenAPI document [%s]', (adapter) => {
     await call('POST', '/v2/webhooks/{id}/rotate-secret', `/v2/webhooks/${webhook.id}/rotate-secret`);
     await call('GET', '/v2/webhooks/{id}/deliveries', `/v2/webhooks/${webhook.id}/deliveries`);
     await call('GET', '/v2/webhooks/{id}/deliveries/{delivery_id}', `/v2/webhooks/${webhook.id}/deliveries/${delivery.id}`);
-    await call('POST', '/v2/webhooks/{id}/deliveries/{delivery_id}/redeliver', `/v2/webhooks/${webhook.id}/deliveries/${delivery.id}/redeliver`);
+    await call('POST', '/v2/webhooks/{id}/deliveries/{delivery_id}/redeliver', `/v2/webhooks/${webhook.id}/deliveries/${delivery.id}/redeliver`, {});
     await call('POST', '/v2/webhooks/{id}/recover', `/v2/webhooks/${webhook.id}/recover`, { since: at });
     // Errors are documented too, with the Problem schema.
     await call('GET', '/v2/pipelines/{id}', `/v2/pipelines/${ghostId('pip')}`);

@@ -1,7 +1,7 @@
 import type { Engine } from '@ferry/core';
-import { DEFAULT_LIMIT, ERROR_STATUS, MAX_JSON_DEPTH, MAX_LIMIT, normalizeLimit, resourceSchemas } from '@ferry/core/internal';
+import { DEFAULT_LIMIT, ERROR_STATUS, ID_PREFIXES, MAX_JSON_DEPTH, MAX_LIMIT, normalizeLimit, resourceSchemas, type IdKind } from '@ferry/core/internal';
 import { Type, type TSchema } from '@sinclair/typebox';
-import { toJsonSchema, type JsonSchema } from './json-schema.js';
+import { mapSchema, toJsonSchema, type JsonSchema } from './json-schema.js';
 import { pluginCatalog, pluginSchemas } from './openapi-plugin-schemas.js';
 import { HTTP_ERROR_STATUS } from './problem.js';
 import { parseQuery } from './query.js';
@@ -169,10 +169,92 @@ function limitParameter(ctx: Context): JsonSchema {
   return { ...schema, description: `Page size. A page holds at most ${MAX_LIMIT} items: a larger value is served as ${MAX_LIMIT}.` };
 }
 
+/**
+ * The id fields of the records, by kind: a path parameter takes the pattern the answers give the
+ * same id, so a client (or a fuzzer) that reads one side of the document reads the other alike.
+ * Platform events carry the `evt_` pattern; the event log's derived ids have the same form.
+ */
+const RECORD_IDS: Partial<Record<IdKind, TSchema>> = {
+  connector: resourceSchemas.Connector.properties.id,
+  pipeline: resourceSchemas.Pipeline.properties.id,
+  event: resourceSchemas.PlatformEvent.properties.id,
+  run: resourceSchemas.Run.properties.id,
+  webhook: resourceSchemas.WebhookSubscription.properties.id,
+  delivery: resourceSchemas.Delivery.properties.id,
+  key: resourceSchemas.ApiKey.properties.id,
+};
+
+/** Characters of a ULID, the body of every id after its prefix and `_` (docs/api.md, Ids and timestamps). */
+const ULID_LENGTH = 26;
+
+/**
+ * An id of `kind` as a schema: the records' pattern, and the length every such id has. The
+ * pattern alone already fixes the length; `maxLength` says so to tools that do not read patterns.
+ */
+function idSchema(kind: IdKind): JsonSchema | undefined {
+  const pattern = (RECORD_IDS[kind] as { pattern?: string } | undefined)?.pattern;
+  return pattern === undefined ? undefined : { type: 'string', pattern, maxLength: ID_PREFIXES[kind].length + 1 + ULID_LENGTH };
+}
+
+/** The id schema of each record's pattern: where a component holds an id, it gets its `maxLength` too. */
+const ID_BY_PATTERN = new Map(
+  (Object.keys(RECORD_IDS) as IdKind[]).flatMap((kind) => {
+    const schema = idSchema(kind);
+    return schema ? [[schema.pattern as string, schema] as const] : [];
+  }),
+);
+
+/** A schema with every id it holds (a string of an id's pattern) given the length of that id. */
+function withIdLengths(schema: JsonSchema): JsonSchema {
+  return mapSchema(schema, (node) => {
+    const id = typeof node.pattern === 'string' ? ID_BY_PATTERN.get(node.pattern) : undefined;
+    return id && node.type === 'string' && node.maxLength === undefined ? { ...node, maxLength: id.maxLength } : node;
+  });
+}
+
+/** The collection a path segment names, for the `{id}` that follows it: `/v2/connectors/{id}`. */
+const KIND_OF_COLLECTION: Record<string, IdKind> = {
+  connectors: 'connector',
+  pipelines: 'pipeline',
+  events: 'event',
+  runs: 'run',
+  webhooks: 'webhook',
+  deliveries: 'delivery',
+  keys: 'key',
+};
+
+/**
+ * The kind of id a path parameter takes: named by the parameter (`connector_id`, `delivery_id`:
+ * the ingest route's `{connector_id}` follows `ingest`, which names no collection), else by the
+ * collection before it (`/v2/pipelines/{id}/events` takes a pipeline id). Undefined when neither
+ * says, and the parameter is then documented as any string rather than with a wrong pattern.
+ */
+function pathIdKind(path: string, name: string): IdKind | undefined {
+  const named = /^(\w+)_id$/.exec(name)?.[1];
+  if (named !== undefined && Object.hasOwn(ID_PREFIXES, named)) return named as IdKind;
+  const segments = path.split('/');
+  const at = segments.indexOf(`{${name}}`);
+  return at > 0 ? KIND_OF_COLLECTION[segments[at - 1]!] : undefined;
+}
+
+/**
+ * Whether the server reads a body on this route: POST and PATCH. A GET or DELETE body is
+ * ignored (docs/api.md, Bodies), so those operations declare none and cannot answer 413 or 415.
+ */
+const readsBody = (route: RouteDefinition): boolean => route.method === 'POST' || route.method === 'PATCH';
+
+/**
+ * The body of an operation that takes none: nothing, or `{}`. Declared rather than left out, so
+ * that a validating proxy passes the `{}` the server accepts (docs/api.md, Bodies); a field is
+ * 400 `unknown_field`.
+ */
+const NO_FIELDS: JsonSchema = { type: 'object', properties: {}, additionalProperties: false, description: 'This operation takes no fields: send no body, or `{}`.' };
+
 function operation(route: RouteDefinition, ctx: Context): Record<string, unknown> {
   const parameters: unknown[] = [];
   for (const m of route.path.matchAll(/\{(\w+)\}/g)) {
-    parameters.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' } });
+    const kind = pathIdKind(route.path, m[1]!);
+    parameters.push({ name: m[1], in: 'path', required: true, schema: (kind && idSchema(kind)) ?? { type: 'string' } });
   }
   for (const [name, param] of Object.entries(route.query ?? {})) {
     if (param.kind === 'limit') {
@@ -203,16 +285,21 @@ function operation(route: RouteDefinition, ctx: Context): Record<string, unknown
 
   const responses: Record<string, unknown> = {};
   for (const [status, doc] of Object.entries(route.responses)) {
+    // Every answer but a 204 carries a JSON object (dispatch writes any body as JSON). One the
+    // route table leaves undescribed (the document's own) is still declared, so a validating
+    // proxy does not take its body for one the operation never sends.
+    const schema = doc.schema ? schemaRef(doc.schema, ctx) : status === '204' ? undefined : { type: 'object' };
     responses[status] = {
       description: doc.description,
       headers: responseHeaders(route, Number(status)),
-      ...(doc.schema ? { content: { 'application/json': { schema: schemaRef(doc.schema, ctx) } } } : {}),
+      ...(schema ? { content: { 'application/json': { schema } } } : {}),
     };
   }
   const errors = new Set<number>([400, 429, 500, 503, ...route.errors]);
   if (route.auth.kind !== 'none') errors.add(401);
   if (route.auth.kind === 'api_key') errors.add(403);
-  if (route.body !== 'none') {
+  if (readsBody(route)) {
+    // Even an operation without fields reads what is sent, to refuse it.
     errors.add(413);
     errors.add(415);
   }
@@ -231,9 +318,12 @@ function operation(route: RouteDefinition, ctx: Context): Record<string, unknown
     security: route.auth.kind === 'api_key' ? [{ bearerAuth: [] }] : route.auth.kind === 'signature' ? [{ webhookSignature: [] }] : [],
   };
   if (route.auth.kind === 'api_key') op['x-required-scope'] = route.auth.scope;
-  if (route.body !== 'none' && route.bodySchema) {
+  if (readsBody(route) && route.body === 'none') {
+    op.requestBody = { required: false, description: 'None, or `{}`.', content: { 'application/json': { schema: NO_FIELDS } } };
+  } else if (readsBody(route) && route.bodySchema) {
     const limit = ctx.bodyLimit === undefined ? '' : `At most ${bytes(ctx.bodyLimit)} (${ctx.bodyLimit} bytes), `;
     op.requestBody = {
+      // `optional`: no body is the same as `{}`, every field absent.
       required: route.body === 'required',
       description: `${limit}${limit ? 'nested' : 'Nested'} at most ${MAX_JSON_DEPTH} levels deep.`,
       content: { 'application/json': { schema: toJsonSchema(route.bodySchema, ctx.swaps) } },
@@ -266,9 +356,9 @@ export function buildOpenApi(routes: readonly RouteDefinition[], serverUrl: stri
     (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route, ctx);
   }
   const schemas: Record<string, unknown> = {};
-  for (const [name, schema] of Object.entries(responseSchemas)) schemas[name] = plugins.components[name] ?? toJsonSchema(schema, ctx.swaps);
+  for (const [name, schema] of Object.entries(responseSchemas)) schemas[name] = withIdLengths(plugins.components[name] ?? toJsonSchema(schema, ctx.swaps));
   for (const item of pages) schemas[`${item}Page`] = toJsonSchema(resourceSchemas.Page(Type.Ref(`#/components/schemas/${item}`)));
-  for (const [name, schema] of Object.entries(plugins.components)) schemas[name] ??= schema;
+  for (const [name, schema] of Object.entries(plugins.components)) schemas[name] ??= withIdLengths(schema);
 
   const limit = options.bodyLimit === undefined ? '' : ` Bodies are JSON of at most ${bytes(options.bodyLimit)}.`;
   return {
@@ -276,7 +366,7 @@ export function buildOpenApi(routes: readonly RouteDefinition[], serverUrl: stri
     info: {
       title: 'Ferry Pipeline Data-Movement API',
       version: '2',
-      description: `Connectors, pipelines, events and webhook subscriptions. Errors are RFC 9457 problem details with a stable \`code\`.${limit} Paths begin with \`/v2\`, under the server URL: the point the API is mounted at.`,
+      description: `Connectors, pipelines, events and webhook subscriptions. Errors are RFC 9457 problem details with a stable \`code\`.${limit} String lengths (\`minLength\`, \`maxLength\`) are counted in UTF-16 code units, as JavaScript counts them: a character beyond U+FFFF (most emoji) counts as two. Paths begin with \`/v2\`, under the server URL: the point the API is mounted at.`,
     },
     servers: [{ url: serverUrl }],
     tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name })),
