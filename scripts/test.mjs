@@ -23,8 +23,12 @@ function summary() {
 }
 const steps = [
   ['lint', ['npx', 'eslint', '.', '--max-warnings=0']],
-  ['typecheck', ['npx', 'turbo', 'run', 'typecheck', '--output-logs=errors-only']],
-  ['typecheck (tests, benchmarks, tools)', ['npx', 'tsc', '-p', 'tsconfig.json']],
+  // One program for every package, plugin, example, test, benchmark and tool (they share one set
+  // of compiler options): each package's own \`typecheck\` re-checked core's sources again, and
+  // the 18 programs took 100 s where this one takes about 25. The console's page, compiled for
+  // the browser with other options, is the one program of its own.
+  ['typecheck', ['npx', 'tsc', '-p', 'tsconfig.json']],
+  ['typecheck (the console page)', ['npx', 'tsc', '-p', 'packages/console/tsconfig.app.json']],
   ['build', ['npx', 'turbo', 'run', 'build', '--output-logs=errors-only']],
   ['tests', ['npx', 'vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${RESULTS}`, ...extra]],
   // The engine, the HTTP layer, the server and SQLite storage again on Node 22 and 24, from the
