@@ -52,5 +52,10 @@ describe('exceedsJsonDepth', () => {
     expect(exceedsJsonDepth('{"a":"[[[[","b":{"c":"\\"{{"}}', 2)).toBe(false);
     expect(exceedsJsonDepth('[{}, {}, [[]]]', 3)).toBe(false);
     expect(exceedsJsonDepth('['.repeat(1_000_000), 64)).toBe(true);
+    // Escaped quotes and backslashes inside strings, an unterminated string.
+    expect(exceedsJsonDepth('["\\\\", [[[]]]]', 2)).toBe(true);
+    expect(exceedsJsonDepth('["a\\\\\\"[[[["]', 2)).toBe(false);
+    expect(exceedsJsonDepth('["abc', 0)).toBe(true);
+    expect(exceedsJsonDepth('"abc', 0)).toBe(false);
   });
 });
