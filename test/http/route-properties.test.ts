@@ -367,15 +367,21 @@ describe.each(ADAPTERS)('every route, generated from the OpenAPI document [%s]',
     return api.request(op.method, built.path + queryString(built.query), { ...(body !== undefined ? { raw: body } : {}), headers });
   }
 
+  /** Sends one drawn request, checks its answer against the document, and learns the ids it made. */
+  async function exchange(draw: Parameters<typeof opOf>[0]) {
+    const op = opOf(draw);
+    const built = build(op, draw, world);
+    const res = await send(op, built);
+    check(op, res, built.what);
+    learn(world, op, built, res);
+    return { op, built, res };
+  }
+
   it(`answers ${VALID_RUNS} valid requests over every route as the document says`, async () => {
     const statuses = new Map<string, Set<number>>();
     await fc.assert(
       fc.asyncProperty(drawArbitrary(doc, ops), async (draw) => {
-        const op = opOf(draw);
-        const built = build(op, draw, world);
-        const res = await send(op, built);
-        check(op, res, built.what);
-        learn(world, op, built, res);
+        const { op, res } = await exchange(draw);
         statuses.set(op.operationId, (statuses.get(op.operationId) ?? new Set()).add(res.status));
       }),
       { numRuns: VALID_RUNS, seed: SEED },
@@ -395,11 +401,7 @@ describe.each(ADAPTERS)('every route, generated from the OpenAPI document [%s]',
   it('never refuses a valid request for its shape', async () => {
     await fc.assert(
       fc.asyncProperty(drawArbitrary(doc, ops), async (draw) => {
-        const op = opOf(draw);
-        const built = build(op, draw, world);
-        const res = await send(op, built);
-        check(op, res, built.what);
-        learn(world, op, built, res);
+        const { built, res } = await exchange(draw);
         const shape = ((res.body?.errors ?? []) as Array<{ pointer: string; code: string }>).filter((e) => SHAPE_CODES.has(e.code));
         expect(shape, `${built.what} -> ${res.status} ${res.text.slice(0, 400)}`).toEqual([]);
       }),
