@@ -8,7 +8,7 @@
  * @packageDocumentation
  */
 export { engineContext, idempotencyRecords } from './engine/index.js';
-export type { EngineContext } from './engine/index.js';
+export type { EngineContext } from './context/index.js';
 export { openConnector, connectorContext, type OpenedConnector } from './connectors/index.js';
 export type { SqliteOptions, PostgresOptions, Dialect } from './storage/index.js';
 export { FerryStorage, Repositories, openStorage } from './storage/index.js';
@@ -60,7 +60,7 @@ export type { ApiKeysService } from './access/index.js';
 export type { WorkspacesService } from './access/index.js';
 export { MAX_INGEST_EVENTS, type IngestService, type IngestResult } from './events/index.js';
 export type { IdempotencyClaim, IdempotencyService, IdempotentResponse } from './access/index.js';
-export type { PlatformEventListener } from './engine/index.js';
+export type { PlatformEventListener } from './context/index.js';
 
 export { REDACTED, SECRET_KEYWORD } from './plugin-api/index.js';
 export { secretPaths, type ConfigPath } from './plugin-api/index.js';

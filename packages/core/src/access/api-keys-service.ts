@@ -1,6 +1,6 @@
 import { API_KEY_SCOPES, generateApiKey, hashApiKeySecret, parseApiKey, verifyApiKeySecret } from './api-key.js';
 import { type ApiKey, type AuthContext, type CreateApiKeyInput, type CreatedApiKey, type Page, type PageParams, FerryError, isFerryError, notFound, validationError, paginate, inputSchemas, assertSchema } from '../common/index.js';
-import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../engine/index.js';
+import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../context/index.js';
 import { isUniqueViolation, type ApiKeyRow } from '../storage/index.js';
 
 /** `last_used_at` is written at most this often per key, so authentication is not a write per request. */

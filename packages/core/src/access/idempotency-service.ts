@@ -1,4 +1,4 @@
-import { type EngineContext, reader } from '../engine/index.js';
+import { type EngineContext, reader } from '../context/index.js';
 import type { IdempotencyBegin, IdempotencyRecord } from '../storage/index.js';
 
 /** What a request that claimed an `Idempotency-Key` answered, as stored for its retries. */

@@ -1,5 +1,5 @@
 import { type Workspace, notFound } from '../common/index.js';
-import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../engine/index.js';
+import { assertWorkspaceId, nowIso, reader, transact, type EngineContext } from '../context/index.js';
 
 /**
  * Workspaces: every resource and key belongs to exactly one, and nothing crosses between them.

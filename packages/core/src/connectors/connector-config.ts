@@ -1,6 +1,6 @@
 import { Value } from '@sinclair/typebox/value';
 import { connectorOutboundFor, URL_NOT_ALLOWED } from '../net/index.js';
-import type { EngineContext } from '../engine/index.js';
+import type { EngineContext } from '../context/index.js';
 import { FerryError, validationError, schemaErrors } from '../common/index.js';
 import type { RegisteredConnector, JsonObject } from '../plugin-api/index.js';
 import type { ConnectorRow } from '../storage/index.js';

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type PlatformEvent, isFerryError } from '../common/index.js';
-import { createEngine, engineContext, type Engine, NO_ENGINE_HOOKS } from '../engine/index.js';
+import { NO_ENGINE_HOOKS } from '../context/index.js';
+import { createEngine, engineContext, type Engine } from '../engine/index.js';
 import { recoverRotations } from './connector-rotation.js';
 import { openConnector } from './opened-connector.js';
 import { ConnectorError, defineConnector, Secret } from '../plugin-api/index.js';

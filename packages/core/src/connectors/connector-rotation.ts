@@ -1,5 +1,5 @@
 import { type ConnectorRotationResult, type RotateConnectorInput, FerryError, isFerryError, notFound, validationError, type FieldError, inputSchemas, assertSchema, pointerToken } from '../common/index.js';
-import { nowIso, transact, type EngineContext, type EngineHooks } from '../engine/index.js';
+import { nowIso, transact, type EngineContext, type EngineHooks } from '../context/index.js';
 import { joinSecrets, mergeConfig, splitSecrets, ConnectorError, type RegisteredConnector, REDACTED, type JsonObject } from '../plugin-api/index.js';
 import type { ConnectorRow } from '../storage/index.js';
 import { generatedReadableSecret, validateConnectorConfig } from './connector-config.js';

@@ -1,6 +1,6 @@
 import { type CheckResult, type JsonObject, joinSecrets, mergeConfig, scrub, splitSecrets, type RegisteredConnector, REDACTED } from '../plugin-api/index.js';
 import { type Connector, type ConnectorCheck, type ConnectorRotationResult, type ConnectorSigningSecret, type CreateConnectorInput, type Page, type PageParams, type RotateConnectorInput, type UpdateConnectorInput, FerryError, notFound, validationError, paginate, inputSchemas, readOnlyFields, assertSchema, assertText, schemaErrors } from '../common/index.js';
-import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
+import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../context/index.js';
 import type { ConnectorRow } from '../storage/index.js';
 import { generatedReadableSecret, validateConnectorConfig } from './connector-config.js';
 import { rotateConnector } from './connector-rotation.js';

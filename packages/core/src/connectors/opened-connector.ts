@@ -1,7 +1,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { connectorOutboundFor } from '../net/index.js';
 import { type Connector, FerryError, notFound } from '../common/index.js';
-import { nowIso, reader, transact, type EngineContext } from '../engine/index.js';
+import { nowIso, reader, transact, type EngineContext } from '../context/index.js';
 import { joinSecrets, secretStrings, type SplitConfig, type RegisteredConnector, type ConnectorContext, type JsonObject } from '../plugin-api/index.js';
 import type { ConnectorRow } from '../storage/index.js';
 

@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { container as rootContainer, type DependencyContainer, type InjectionToken } from 'tsyringe';
-import type { EngineContext } from './engine-context.js';
-import type { EngineHooks } from './engine-hooks.js';
+import type { EngineContext, EngineHooks } from '../context/index.js';
 import { ApiKeysService, IdempotencyService, WorkspacesService } from '../access/index.js';
 import { ConnectorsService } from '../connectors/index.js';
 import { EventsService, IngestService } from '../events/index.js';

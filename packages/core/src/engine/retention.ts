@@ -1,5 +1,5 @@
 import { type ClockTimer, firstIdAt } from '../common/index.js';
-import type { EngineContext } from './engine-context.js';
+import type { EngineContext } from '../context/index.js';
 
 /**
  * How long the engine keeps what accumulates, in ms; `null` keeps it for ever (the default of

@@ -1,5 +1,5 @@
 import { FerryError, notFound } from '../common/index.js';
-import { nowIso, transact, type EngineContext, type Emit } from '../engine/index.js';
+import { nowIso, transact, type EngineContext, type Emit } from '../context/index.js';
 import type { JsonObject } from '../plugin-api/index.js';
 import { recordResults, type ItemResult, type WorkItem } from '../pipelines/index.js';
 import type { DeadLetterRow, EventRow, PipelineRow, Repositories } from '../storage/index.js';

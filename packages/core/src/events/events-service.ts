@@ -1,5 +1,5 @@
 import { type BulkReplayInput, type Count, type EventRecord, type ListEventsParams, type Page, EVENT_STATUSES, notFound, validationError, type FieldError, paginate, inputSchemas, assertSchema, assertText, normalizeTimestamp } from '../common/index.js';
-import { nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
+import { nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../context/index.js';
 import type { EventRow } from '../storage/index.js';
 import { requestReplay } from './dead-letters.js';
 

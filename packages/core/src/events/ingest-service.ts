@@ -1,7 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { verifyWebhook, WebhookVerificationError } from '../crypto/index.js';
 import { compile, decodeUtf8Exact, exceedsJsonDepth, hasInvalidCharacter, parseExactJson, normalizeTimestamp, FerryError, notFound, tooDeepError, validationError, schemaErrors } from '../common/index.js';
-import { nowIso, reader, type EngineContext } from '../engine/index.js';
+import { nowIso, reader, type EngineContext } from '../context/index.js';
 import type { JsonObject } from '../plugin-api/index.js';
 import type { ConnectorRow } from '../storage/index.js';
 import { openConnector } from '../connectors/index.js';

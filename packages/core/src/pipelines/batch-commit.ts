@@ -1,4 +1,4 @@
-import { nowIso, transact, type EngineContext, type Emit } from '../engine/index.js';
+import { nowIso, transact, type EngineContext, type Emit } from '../context/index.js';
 import { runChanged } from './run-feed.js';
 import { FerryError } from '../common/index.js';
 import { eventRows, recordDeadLetters } from '../events/index.js';

@@ -1,4 +1,4 @@
-import type { EngineContext } from '../engine/index.js';
+import type { EngineContext } from '../context/index.js';
 import { isFerryError } from '../common/index.js';
 import { scrub, type ConnectorHealth, type ConnectorInbox, type Destination, type Source } from '../plugin-api/index.js';
 import { connectorContext, openConnector, recordConnectorHealth, type OpenedConnector } from '../connectors/index.js';

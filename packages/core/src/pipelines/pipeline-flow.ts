@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { failSpan, inSpan, sleep, isFerryError, spanContext, startSpan, type Span, type SpanFailure, type TraceContext } from '../common/index.js';
-import type { EngineContext } from '../engine/index.js';
+import type { EngineContext } from '../context/index.js';
 import type { Checkpoint, PullSource, PushSource, SourceBatch } from '../plugin-api/index.js';
 import type { PipelineRow, WriterOrder } from '../storage/index.js';
 import { backoffDelay, MAX_BACKOFF_ATTEMPT } from '../queue/index.js';

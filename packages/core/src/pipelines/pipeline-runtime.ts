@@ -1,5 +1,5 @@
 import type { ClockTimer } from '../common/index.js';
-import { nowIso, transact, type EngineContext } from '../engine/index.js';
+import { nowIso, transact, type EngineContext } from '../context/index.js';
 import { finishPipelineDeletion } from './pipelines-service.js';
 import type { Repositories, PipelineRow } from '../storage/index.js';
 import { pipelineLeaseName } from '../queue/index.js';

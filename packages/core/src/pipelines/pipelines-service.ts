@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { runChanged } from './run-feed.js';
 import { type CreatePipelineInput, type Page, type PageParams, type Pipeline, type PipelineState, type PipelineStats, type PipelineStatsParams, type Run, type UpdatePipelineInput, PIPELINE_STATES, FerryError, notFound, validationError, type FieldError, paginate, inputSchemas, readOnlyFields, assertSchema, assertText, schemaErrors } from '../common/index.js';
-import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
+import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../context/index.js';
 import { assertSchedule } from './cron-schedule.js';
 import { DEFAULT_STATS_MINUTES, readPipelineStats } from './pipeline-stats.js';
 import { type Repositories, isUniqueViolation, type PipelineRow, type NewRun, type RunRow } from '../storage/index.js';

@@ -1,4 +1,4 @@
-import { nowIso, transact } from '../engine/index.js';
+import { nowIso, transact } from '../context/index.js';
 import { runChanged } from './run-feed.js';
 import type { RunRow } from '../storage/index.js';
 import { CoalescedPump, LeaseKeeper, pipelineLeaseName } from '../queue/index.js';

@@ -1,6 +1,6 @@
 import { Observable, Subject } from 'rxjs';
 import { firstIdAt, normalizeTimestamp, notFound, type PlatformEvent, type Run } from '../common/index.js';
-import { afterCommit, reader, type EngineContext } from '../engine/index.js';
+import { afterCommit, reader, type EngineContext } from '../context/index.js';
 import { presentRun } from './pipelines-service.js';
 
 /** A run that changed: created, started, counted a batch, ended. */

@@ -1,4 +1,4 @@
-import { nowIso, transact, type EngineContext } from '../engine/index.js';
+import { nowIso, transact, type EngineContext } from '../context/index.js';
 import { runChanged } from './run-feed.js';
 import type { PipelineRow, RunRow } from '../storage/index.js';
 import type { FailureReason } from './flow-error.js';

@@ -1,6 +1,6 @@
 import type { ClockTimer } from '../common/index.js';
 import { runChanged } from './run-feed.js';
-import { transact, type EngineContext } from '../engine/index.js';
+import { transact, type EngineContext } from '../context/index.js';
 import { nextFireAfter } from './cron-schedule.js';
 import type { PipelineRow } from '../storage/index.js';
 

@@ -1,4 +1,4 @@
-import { transact, type EngineContext } from '../engine/index.js';
+import { transact, type EngineContext } from '../context/index.js';
 import { scrub, ConnectorError } from '../plugin-api/index.js';
 import { connectorContext, openConnector, type OpenedConnector } from '../connectors/index.js';
 import type { PipelineRow } from '../storage/index.js';

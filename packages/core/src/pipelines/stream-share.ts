@@ -1,4 +1,4 @@
-import type { EngineContext } from '../engine/index.js';
+import type { EngineContext } from '../context/index.js';
 import { LeaseKeeper } from '../queue/index.js';
 import type { RuntimeOptions } from './runtime-options.js';
 

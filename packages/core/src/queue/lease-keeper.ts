@@ -1,5 +1,5 @@
 import type { ClockTimer } from '../common/index.js';
-import type { EngineContext } from '../engine/index.js';
+import type { EngineContext } from '../context/index.js';
 import type { Fence } from '../pipelines/index.js';
 
 /** First pause before a failed renewal is tried again, in ms (shorter for short leases). */

@@ -1,4 +1,4 @@
-import type { EngineContext } from '../engine/index.js';
+import type { EngineContext } from '../context/index.js';
 import { CoalescedPump } from '../queue/index.js';
 import type { DeliveryOptions } from './delivery-options.js';
 import type { AttemptVerdict } from './delivery-outcome.js';

@@ -1,6 +1,6 @@
 import { failSpan, SpanKind, startSpan, type ClockTimer } from '../common/index.js';
 import { webhookHeaders } from '../crypto/index.js';
-import type { EngineContext } from '../engine/index.js';
+import type { EngineContext } from '../context/index.js';
 import type { OutboundClient } from '../net/index.js';
 import { CoalescedPump } from '../queue/index.js';
 import { openSigningSecrets, type SigningSecrets } from './webhooks-service.js';

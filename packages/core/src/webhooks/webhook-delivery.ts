@@ -1,6 +1,6 @@
 import type { Subscription } from 'rxjs';
 import type { ClockTimer } from '../common/index.js';
-import type { EngineContext } from '../engine/index.js';
+import type { EngineContext } from '../context/index.js';
 import type { OutboundClient } from '../net/index.js';
 import { CoalescedPump } from '../queue/index.js';
 import type { DeliveryOptions } from './delivery-options.js';

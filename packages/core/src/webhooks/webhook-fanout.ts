@@ -1,4 +1,4 @@
-import { nowIso, type EngineContext } from '../engine/index.js';
+import { nowIso, type EngineContext } from '../context/index.js';
 import type { PlatformEvent } from '../common/index.js';
 import type { DeliveryRow, WebhookRow } from '../storage/index.js';
 

@@ -1,6 +1,6 @@
 import { type SecretBox, generateWebhookSecret, webhookSecretBytes } from '../crypto/index.js';
 import { normalizeTimestamp, DELIVERY_STATUSES, PLATFORM_EVENT_TYPES, type Count, type CreateWebhookInput, type Delivery, type DeliveryStatus, type DeliveryWithAttempts, type Page, type PageParams, type RecoverDeliveriesInput, type RotateWebhookSecretInput, type UpdateWebhookInput, type WebhookSecret, type WebhookSecretRotation, type WebhookSubscription, type WebhookSubscriptionWithSecret, FerryError, notFound, validationError, paginate, inputSchemas, readOnlyFields, assertSchema } from '../common/index.js';
-import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../engine/index.js';
+import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../context/index.js';
 import { assertUrlAllowed } from '../net/index.js';
 import type { DeliveryRow, WebhookRow } from '../storage/index.js';
 
