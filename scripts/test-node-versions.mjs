@@ -48,6 +48,7 @@ const VERSIONS = (process.env.FERRY_NODE_VERSIONS ?? '22.23.3,24.21.0:24.18.1').
 const SUBSET = [
   'packages/core/src/storage',
   'packages/core/src/engine',
+  'packages/core/src/context',
   'packages/core/src/pipelines',
   'packages/core/src/events',
   'packages/core/src/crypto',
