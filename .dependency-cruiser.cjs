@@ -20,8 +20,8 @@ const RANKS = [
   ['plugin-api'],
   ['net', 'crypto'],
   ['storage'],
-  ['queue'],
   ['context'],
+  ['queue'],
   ['connectors', 'pipelines', 'events', 'webhooks', 'access'],
   ['engine'],
 ];

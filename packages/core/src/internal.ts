@@ -13,7 +13,7 @@ export { openConnector, connectorContext, type OpenedConnector } from './connect
 export type { SqliteOptions, PostgresOptions, Dialect } from './storage/index.js';
 export { FerryStorage, Repositories, openStorage } from './storage/index.js';
 export { isStorageUnavailable, translateStorageError } from './storage/index.js';
-export { LeasesRepo, LeasedQueue, type LeaseGrant, type Claim, type ClaimOptions, type LeasedQueueSpec } from './queue/index.js';
+export { LeasesRepo, LeasedQueue, type LeaseGrant, type Claim, type ClaimOptions, type LeasedQueueSpec } from './storage/index.js';
 export type { KeysetResult } from './storage/index.js';
 export type { ApiKeyRow } from './storage/index.js';
 export type { ConnectorRow } from './storage/index.js';

@@ -1,5 +1,5 @@
 import type { Static } from '@sinclair/typebox';
-import type { JsonValue } from '../plugin-api/index.js';
+import type { JsonValue } from './json.js';
 import type { EventStatus, PlatformEventType } from './enumerations.js';
 import type { inputSchemas } from './schemas.js';
 import type { PageOf, PlatformEventOf, resourceSchemas } from './shapes.js';

@@ -1,5 +1,5 @@
 import { isSafeNumber, parse as parseLossless } from 'lossless-json';
-import type { JsonValue } from '../plugin-api/index.js';
+import type { JsonValue } from './json.js';
 
 /**
  * A number token that a double might not hold exactly: 16 or more digits and dots in a row

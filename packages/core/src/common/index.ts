@@ -8,10 +8,11 @@ export { type ApiKey, type AuthContext, type BulkReplayInput, type Connector, ty
 export { DELIVERY_STATUSES, ENUMERATIONS, EVENT_STATUSES, PIPELINE_STATES, PLATFORM_EVENT_TYPES, type ConnectorDirection, type ConnectorHealth, type DeliveryStatus, type EventStatus, type PipelineState, type PlatformEventType, type RunStatus } from './enumerations.js';
 export { ERROR_CODES, ERROR_STATUS, FerryError, isFerryError, notFound, validationError, type ErrorCode, type FerryErrorOptions, type FieldError } from './errors.js';
 export { parseExactJson } from './exact-json.js';
+export { type JsonObject, type JsonValue } from './json.js';
 export { decodePercent, decodeUtf8Exact, encodingError, exceedsJsonDepth, MAX_JSON_DEPTH, tooDeepError, utf8Fault, type PercentFault, type Utf8Fault } from './exact-text.js';
 export { ID_PREFIXES, IdGenerator, firstIdAt, isId, type IdKind } from './ids.js';
 export { silentLogger, type LogFn, type Logger } from './logger.js';
-export { CURSOR_TTL_MS, CursorCodec, DEFAULT_LIMIT, MAX_LIMIT, normalizeLimit, paginate, type CursorScope } from './pagination.js';
+export { CURSOR_TTL_MS, CursorCodec, DEFAULT_LIMIT, MAX_LIMIT, normalizeLimit, paginate, type CursorScope, type KeysetResult } from './pagination.js';
 export { TimestampSchema, inputSchemas, readOnlyFields } from './schemas.js';
 export { parseIsoTimestamp } from './timestamps.js';
 export { resourceSchemas } from './shapes.js';

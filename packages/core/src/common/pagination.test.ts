@@ -13,7 +13,7 @@ import {
   type CursorScope,
   type PageSpec,
 } from './pagination.js';
-import type { KeysetResult } from '../storage/index.js';
+import type { KeysetResult } from './pagination.js';
 
 const T0 = Date.UTC(2026, 10, 22, 10, 0, 0);
 

@@ -2,7 +2,12 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Clock } from './clock.js';
 import type { Page, PageParams } from './domain.js';
 import { FerryError, validationError } from './errors.js';
-import type { KeysetResult } from '../storage/index.js';
+
+/** The result of one keyset query: a page of rows, and whether more follow (storage answers it). */
+export interface KeysetResult<TRow> {
+  rows: TRow[];
+  hasMore: boolean;
+}
 
 /** Default page size (docs/api.md, Lists). */
 export const DEFAULT_LIMIT = 50;

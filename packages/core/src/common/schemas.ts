@@ -1,5 +1,5 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox';
-import type { JsonObject } from '../plugin-api/index.js';
+import type { JsonObject } from './json.js';
 import type { TransformStep } from './domain.js';
 import { ConnectorDirectionSchema, PlatformEventTypeSchema } from './enumerations.js';
 import { resourceSchemas } from './shapes.js';

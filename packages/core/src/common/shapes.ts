@@ -1,5 +1,5 @@
 import { Type, type SchemaOptions, type TLiteral, type TSchema, type TUnsafe } from '@sinclair/typebox';
-import type { JsonObject } from '../plugin-api/index.js';
+import type { JsonObject } from './json.js';
 import {
   ConnectorDirectionSchema,
   ConnectorHealthSchema,

@@ -1,6 +1,5 @@
-import type { EventLogFeed } from '../events/index.js';
 import type { TransactionScope } from './transaction-scope.js';
-import type { RunFeed } from '../pipelines/index.js';
+import type { EventLogRecorder, RunChanges } from './feeds.js';
 import { type Clock, type PlatformEvent, type PlatformEventType, FerryError, type IdGenerator, type Logger, type CursorCodec } from '../common/index.js';
 import type { SecretBox } from '../crypto/index.js';
 import type { PlatformEventBus } from './platform-event-bus.js';
@@ -31,9 +30,9 @@ export interface EngineContext {
   /** What each open source last reported it holds back, in bytes, by pipeline id. */
   readonly sourceLag: Map<string, number>;
   /** The event-log entries this engine commits, for `engine.events$`. */
-  readonly eventLog: EventLogFeed;
+  readonly eventLog: EventLogRecorder;
   /** Changes of runs this engine commits, for `engine.runs$`. */
-  readonly runFeed: RunFeed;
+  readonly runFeed: RunChanges;
   /** The transaction the current async flow runs in, if any (see {@link transact}). */
   readonly currentTransaction: TransactionScope<OpenTransaction>;
   /**

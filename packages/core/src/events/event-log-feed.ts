@@ -1,5 +1,6 @@
 import { Observable, Subject } from 'rxjs';
 import type { EventRecord, ListEventsParams, Page } from '../common/index.js';
+import type { EventLogRecorder } from '../context/index.js';
 import type { ItemResult } from '../pipelines/index.js';
 import { eventRows } from './event-rows.js';
 import { presentEvent } from './events-service.js';
@@ -24,7 +25,7 @@ type FeedChange =
  * the event loop hears back), and without that an event would come twice, once read and once
  * heard. Nothing is built while nobody listens but the set of commits in flight.
  */
-export class EventLogFeed {
+export class EventLogFeed implements EventLogRecorder {
   private readonly changes = new Subject<FeedChange>();
   private readonly inFlight = new Set<LogCommit>();
 

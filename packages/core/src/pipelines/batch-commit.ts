@@ -2,7 +2,7 @@ import { nowIso, transact, type EngineContext, type Emit } from '../context/inde
 import { runChanged } from './run-feed.js';
 import { FerryError } from '../common/index.js';
 import { eventRows, recordDeadLetters } from '../events/index.js';
-import { isUniqueViolation, fencedCheckpointStep, asEventUpsert, eventOutcomesStep, pipelineMinuteStep, runCountsStep, type PipelineMinuteRow, type WriterOrder, type WriterStep, type PipelineRow, type Repositories } from '../storage/index.js';
+import { isUniqueViolation, fencedCheckpointStep, type Fence, asEventUpsert, eventOutcomesStep, pipelineMinuteStep, runCountsStep, type PipelineMinuteRow, type WriterOrder, type WriterStep, type PipelineRow, type Repositories } from '../storage/index.js';
 import type { Checkpoint } from '../plugin-api/index.js';
 import type { ItemResult } from './event-processor.js';
 import { minuteStart } from './pipeline-stats.js';
@@ -13,12 +13,6 @@ export interface BatchCounts {
   events_written: number;
   events_filtered: number;
   events_dead_lettered: number;
-}
-
-/** The lease whose holder alone may commit a pipeline's batches. */
-export interface Fence {
-  name: string;
-  token: string;
 }
 
 /** Counts the outcomes of a batch. */

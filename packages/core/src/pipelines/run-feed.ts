@@ -1,20 +1,13 @@
 import { Observable, Subject } from 'rxjs';
 import { firstIdAt, normalizeTimestamp, notFound, type PlatformEvent, type Run } from '../common/index.js';
-import { afterCommit, reader, type EngineContext } from '../context/index.js';
+import { afterCommit, reader, type EngineContext, type RunChange, type RunChanges } from '../context/index.js';
 import { presentRun } from './pipelines-service.js';
-
-/** A run that changed: created, started, counted a batch, ended. */
-export interface RunChange {
-  workspaceId: string;
-  pipelineId: string;
-  runId: string;
-}
 
 /**
  * The runs this engine changes, published once each change committed. Nothing is built while
  * nobody listens: the runtime calls {@link publish} on every batch, and it returns at once then.
  */
-export class RunFeed {
+export class RunFeed implements RunChanges {
   private readonly changes = new Subject<RunChange>();
 
   /** Every committed change of a run, as it commits. */

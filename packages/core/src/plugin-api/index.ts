@@ -4,6 +4,7 @@
  */
 export { joinSecrets, mergeConfig, scrub, secretPaths, secretStrings, splitSecrets, type ConfigPath, type SplitConfig } from './config-secrets.js';
 export { ConnectorError, type ConnectorErrorOptions } from './connector-error.js';
+export { type ConnectorOutbound, type OutboundConnectOptions } from './connector-outbound.js';
 export { defineConnector, defineTransform } from './define.js';
 export { probeCheck } from './probe-check.js';
 export { PluginRegistry, type RegisteredConnector } from './registry.js';

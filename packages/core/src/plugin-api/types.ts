@@ -1,13 +1,11 @@
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { Clock, ConnectorDirection, ConnectorHealth, Logger } from '../common/index.js';
-import type { ConnectorOutbound } from '../net/index.js';
+import type { ConnectorOutbound } from './connector-outbound.js';
 import type { ConnectorError } from './connector-error.js';
 
-/** Any JSON value; checkpoints and payloads are JSON. */
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
-
-/** A JSON object, the shape of every event payload. */
-export type JsonObject = { [key: string]: JsonValue };
+// The JSON types live with the records, in common/; plugins see them here.
+import type { JsonObject, JsonValue } from '../common/index.js';
+export type { JsonObject, JsonValue };
 
 // Enumerations of the engine's records too, so defined with them; plugins see them here.
 export type { ConnectorDirection, ConnectorHealth };

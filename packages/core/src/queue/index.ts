@@ -1,8 +1,8 @@
 /**
- * Work claimed under leases: named leases, the leased queue (runs, replays, deliveries), the lease
- * keeper, rounds of queue work, and the one retry policy (capped exponential backoff).
+ * Doing work under leases: the lease keeper (holds a lease, renews it, tells when it is lost),
+ * rounds of queue work, and the one retry policy (capped exponential backoff). The leases and the
+ * leased queue themselves are rows: `storage/leases.ts`.
  */
 export { CoalescedPump } from './coalesced-pump.js';
 export { LeaseKeeper, pipelineLeaseName } from './lease-keeper.js';
-export { LeasedQueue, LeasesRepo, type Claim, type ClaimOptions, type LeaseGrant, type LeasedQueueSpec } from './leases.js';
 export { MAX_BACKOFF_ATTEMPT, backoffDelay, type BackoffPolicy } from './retry-policy.js';

@@ -1,6 +1,6 @@
 import type { ClockTimer } from '../common/index.js';
 import type { EngineContext } from '../context/index.js';
-import type { Fence } from '../pipelines/index.js';
+import type { Fence } from '../storage/index.js';
 
 /** First pause before a failed renewal is tried again, in ms (shorter for short leases). */
 const RETRY_BASE_MS = 1_000;

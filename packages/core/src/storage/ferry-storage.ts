@@ -15,7 +15,7 @@ import { PipelinesRepo } from './repositories/pipelines-repo.js';
 import { RunsRepo } from './repositories/runs-repo.js';
 import { WebhooksRepo } from './repositories/webhooks-repo.js';
 import { WorkspacesRepo } from './repositories/workspaces-repo.js';
-import { LeasesRepo } from '../queue/index.js';
+import { LeasesRepo } from './leases.js';
 import type { Db } from './sql-helpers.js';
 import { connectionDb, hasDirectTransactions, SqliteIdleReader } from './sqlite-direct.js';
 import { SqliteWriterThread } from './sqlite-writer-thread.js';

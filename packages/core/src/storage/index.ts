@@ -1,10 +1,11 @@
 /**
- * Storage: SQLite and Postgres behind one dialect seam, the repositories (one per table),
- * migrations, and the SQLite writer thread.
+ * Storage: SQLite and Postgres behind one dialect seam, the repositories (one per table), named
+ * leases and the leased queue, migrations, and the SQLite writer thread.
  */
 export { type StorageDialect } from './dialect.js';
 export { FerryStorage, Repositories, openStorage } from './ferry-storage.js';
 export { type KeysetResult } from './keyset.js';
+export { LeasedQueue, LeasesRepo, type Claim, type ClaimOptions, type Fence, type LeaseGrant, type LeasedQueueSpec } from './leases.js';
 export { type ApiKeyRow } from './repositories/api-keys-repo.js';
 export { fencedCheckpointStep } from './repositories/checkpoints-repo.js';
 export { type ConnectorRow } from './repositories/connectors-repo.js';

@@ -1,10 +1,7 @@
 import type { Knex } from 'knex';
+import type { KeysetResult } from '../common/index.js';
 
-/** The result of one keyset query. */
-export interface KeysetResult<TRow> {
-  rows: TRow[];
-  hasMore: boolean;
-}
+export type { KeysetResult };
 
 /**
  * Runs a keyset-paginated query: rows strictly after `after` in the order of `columns`

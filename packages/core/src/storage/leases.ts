@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { affected, type Db, type StorageDialect } from '../storage/index.js';
+import type { StorageDialect } from './dialect.js';
+import { affected, type Db } from './sql-helpers.js';
+
+/** A lease as a write proves it holds it: only the holder of `name` with `token` may commit under it (a pipeline's batches, say). */
+export interface Fence {
+  name: string;
+  token: string;
+}
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

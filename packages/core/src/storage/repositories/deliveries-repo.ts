@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { keysetPage, type KeysetResult } from '../keyset.js';
-import { LeasedQueue, type Claim } from '../../queue/index.js';
+import { LeasedQueue, type Claim } from '../leases.js';
 import { inSqliteTransaction, sqliteStatement } from '../sqlite-direct.js';
 import { affected, INSERT_CHUNK, toInt, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';

@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { keysetPage, type KeysetResult } from '../keyset.js';
-import { LeasedQueue, type Claim } from '../../queue/index.js';
+import { LeasedQueue, type Claim } from '../leases.js';
 import { inSqliteTransaction, sqliteStatement } from '../sqlite-direct.js';
 import { affected, fromJson, isUniqueViolation, toInt, toJson, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';

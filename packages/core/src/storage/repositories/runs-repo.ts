@@ -1,6 +1,6 @@
 import type { SqliteIdleReader } from '../sqlite-direct.js';
 import { keysetPage, type KeysetResult } from '../keyset.js';
-import { LeasedQueue } from '../../queue/index.js';
+import { LeasedQueue } from '../leases.js';
 import { affected, toInt, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';
 import type { Run } from '../../common/index.js';
