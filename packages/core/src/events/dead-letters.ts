@@ -1,7 +1,8 @@
 import { FerryError, notFound } from '../common/index.js';
 import { nowIso, transact, type EngineContext, type Emit } from '../context/index.js';
 import type { JsonObject } from '../plugin-api/index.js';
-import { recordResults, type ItemResult, type WorkItem } from '../pipelines/index.js';
+import type { ItemResult, WorkItem } from './event-outcome.js';
+import { eventRows } from './event-rows.js';
 import type { DeadLetterRow, EventRow, PipelineRow, Repositories } from '../storage/index.js';
 
 /**
@@ -45,6 +46,16 @@ export async function requestReplay(repos: Repositories, workspaceId: string, ev
   const letter = await repos.events.getDeadLetter(eventId);
   if (letter) await repos.events.putDeadLetter({ ...letter, replay_requested_at: now });
   return { ...row, status: 'replaying', updated_at: now };
+}
+
+/**
+ * Writes the event-log rows of processed events, and their dead letters (announced), inside the
+ * caller's transaction.
+ */
+export async function recordResults(repos: Repositories, emit: Emit, pipeline: PipelineRow, results: readonly ItemResult[], now: string, fresh = false): Promise<void> {
+  // Times come from the flow (or a stored dead letter), spelled canonically already.
+  await repos.events.upsertMany(eventRows(pipeline.workspace_id, pipeline.id, results, now), { canonicalTimes: true, fresh });
+  await recordDeadLetters(repos, emit, pipeline, results, now);
 }
 
 /**

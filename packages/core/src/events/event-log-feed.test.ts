@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { EventRecord, ListEventsParams, Page } from '../common/index.js';
-import type { ItemResult } from '../pipelines/index.js';
+import type { ItemResult } from './event-outcome.js';
 import { EventLogFeed, eventsStream } from './event-log-feed.js';
 import { eventRows } from './event-rows.js';
 import { presentEvent } from './events-service.js';

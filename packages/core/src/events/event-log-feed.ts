@@ -1,7 +1,7 @@
 import { Observable, Subject } from 'rxjs';
 import type { EventRecord, ListEventsParams, Page } from '../common/index.js';
 import type { EventLogRecorder } from '../context/index.js';
-import type { ItemResult } from '../pipelines/index.js';
+import type { ItemResult } from './event-outcome.js';
 import { eventRows } from './event-rows.js';
 import { presentEvent } from './events-service.js';
 

@@ -1,5 +1,5 @@
 import type { EventRow } from '../storage/index.js';
-import type { ItemResult } from '../pipelines/index.js';
+import type { ItemResult } from './event-outcome.js';
 
 /**
  * The event-log rows of processed events: what a batch (or a replay) records, and, presented,

@@ -2,10 +2,10 @@
  * The event log: its listing, live feed, replay of dead letters, event ids, and the signed inbox
  * of webhook sources.
  */
-export { commitReplay, recordDeadLetters, replayItem, requestReplay } from './dead-letters.js';
+export { commitReplay, recordDeadLetters, recordResults, replayItem, requestReplay } from './dead-letters.js';
 export { deriveEventId } from './event-id.js';
+export { type ItemResult, type WorkItem } from './event-outcome.js';
 export { eventRows } from './event-rows.js';
 export { EventLogFeed, eventsStream, type EventsStreamOptions } from './event-log-feed.js';
 export { EventsService } from './events-service.js';
 export { IngestService, MAX_INGEST_EVENTS, type IngestResult } from './ingest-service.js';
-export { ReplayWorker } from './replay-worker.js';

@@ -1,10 +1,9 @@
-import { nowIso, transact, type EngineContext, type Emit } from '../context/index.js';
+import { nowIso, transact, type EngineContext } from '../context/index.js';
 import { runChanged } from './run-feed.js';
 import { FerryError } from '../common/index.js';
-import { eventRows, recordDeadLetters } from '../events/index.js';
-import { isUniqueViolation, fencedCheckpointStep, type Fence, asEventUpsert, eventOutcomesStep, pipelineMinuteStep, runCountsStep, type PipelineMinuteRow, type WriterOrder, type WriterStep, type PipelineRow, type Repositories } from '../storage/index.js';
+import { recordResults, type ItemResult } from '../events/index.js';
+import { isUniqueViolation, fencedCheckpointStep, type Fence, asEventUpsert, eventOutcomesStep, pipelineMinuteStep, runCountsStep, type PipelineMinuteRow, type WriterOrder, type WriterStep, type PipelineRow } from '../storage/index.js';
 import type { Checkpoint } from '../plugin-api/index.js';
-import type { ItemResult } from './event-processor.js';
 import { minuteStart } from './pipeline-stats.js';
 
 /** The counters one batch adds to its run. */
@@ -35,16 +34,6 @@ export function countResults(read: number, results: readonly ItemResult[]): Batc
 function minuteRow(pipeline: PipelineRow, counts: BatchCounts, nowMs: number): PipelineMinuteRow | undefined {
   if (counts.events_read === 0 && counts.events_written === 0 && counts.events_filtered === 0 && counts.events_dead_lettered === 0) return undefined;
   return { pipeline_id: pipeline.id, workspace_id: pipeline.workspace_id, minute: minuteStart(nowMs), ...counts };
-}
-
-/**
- * Writes the event-log rows of processed events, and their dead letters (announced), inside the
- * caller's transaction.
- */
-export async function recordResults(repos: Repositories, emit: Emit, pipeline: PipelineRow, results: readonly ItemResult[], now: string, fresh = false): Promise<void> {
-  // Times come from the flow (or a stored dead letter), spelled canonically already.
-  await repos.events.upsertMany(eventRows(pipeline.workspace_id, pipeline.id, results, now), { canonicalTimes: true, fresh });
-  await recordDeadLetters(repos, emit, pipeline, results, now);
 }
 
 /**

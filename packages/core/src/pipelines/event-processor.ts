@@ -1,31 +1,11 @@
 import { inSpan, sleep, type Clock, type SpanFailure, type TraceContext } from '../common/index.js';
 import type { Destination, DestinationEvent, TransformEvent, WriteResult } from '../plugin-api/index.js';
 import { backoffDelay, type BackoffPolicy } from '../queue/index.js';
+import type { ItemResult, WorkItem } from '../events/index.js';
 import { describeEventError, FlowError, toFlowError } from './flow-error.js';
+
+export type { ItemResult, WorkItem };
 import type { TransformChain } from './transform-chain.js';
-
-/** One event to take through the steps and the destination. */
-export interface WorkItem {
-  event: TransformEvent;
-  /** Index of the first step to run; `chain.length` sends it straight to the destination (a replay of a destination failure). */
-  fromStep: number;
-  /** Attempts already spent on it (replays carry their past ones). */
-  attemptsBefore: number;
-}
-
-/** What became of one event. */
-export type ItemResult =
-  | { status: 'delivered'; event: TransformEvent; attempts: number }
-  | { status: 'filtered'; event: TransformEvent; attempts: number }
-  | {
-      status: 'dead_lettered';
-      /** The event as it entered the stage that failed: what a replay starts from. */
-      event: TransformEvent;
-      attempts: number;
-      stage: string;
-      code: string;
-      message: string;
-    };
 
 /** What the processor needs from the pipeline it works for. */
 export interface ProcessorDeps {

@@ -2,7 +2,6 @@
  * Pipelines: the service (CRUD, states, runs), the runtime (streaming workers, cron, run queue),
  * one pipeline's flow from source batch to commit, and the transform steps.
  */
-export { recordResults } from './batch-commit.js';
 export { assertSchedule, nextFireAfter } from './cron-schedule.js';
 export { processItems, type ItemResult, type WorkItem } from './event-processor.js';
 export { FlowError } from './flow-error.js';

@@ -5,7 +5,7 @@ import type { Repositories, PipelineRow } from '../storage/index.js';
 import { pipelineLeaseName } from '../queue/index.js';
 import { releasePipelineSource } from './source-release.js';
 import type { FlowDeps } from './pipeline-flow.js';
-import { ReplayWorker } from '../events/index.js';
+import { ReplayWorker } from './replay-worker.js';
 import { RunExecutor } from './run-executor.js';
 import type { RuntimeOptions } from './runtime-options.js';
 import { Scheduler } from './scheduler.js';

@@ -1,7 +1,10 @@
 import { sleep } from '../common/index.js';
 import { backoffDelay, CoalescedPump } from '../queue/index.js';
-import { processItems, FlowError, compileSteps, openConnections, type FlowDeps } from '../pipelines/index.js';
-import { commitReplay, replayItem } from './dead-letters.js';
+import { commitReplay, replayItem } from '../events/index.js';
+import { processItems } from './event-processor.js';
+import { FlowError } from './flow-error.js';
+import { compileSteps, openConnections } from './pipeline-connections.js';
+import type { FlowDeps } from './pipeline-flow.js';
 
 /**
  * Replays dead-lettered events (`POST /v2/events/{id}/replay` and the bulk form) from the stage
