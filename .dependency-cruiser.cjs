@@ -9,9 +9,9 @@
  * ESLint rule `ferry/package-boundaries`; reaching past a core folder's `index.ts` is
  * `ferry/core-folders`.)
  *
- * What breaks these rules today is listed in `.dependency-cruiser-known-violations.json` and
- * tolerated, nothing more: a new cycle or a new climb fails the lint. Moving a file to its floor
- * shrinks that list (`npm run lint:deps:baseline` writes it again); it is to reach zero.
+ * Nothing breaks them, and there is no list of tolerated exceptions: when two files need each
+ * other, what they share moves below both (as `webhooks/held-delivery.ts` did for the delivery
+ * worker and its completer).
  */
 
 /** Core's folders, lowest rank first; folders of one rank may import each other. */

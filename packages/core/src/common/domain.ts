@@ -1,5 +1,4 @@
 import type { Static } from '@sinclair/typebox';
-import type { JsonValue } from './json.js';
 import type { EventStatus, PlatformEventType } from './enumerations.js';
 import type { inputSchemas } from './schemas.js';
 import type { PageOf, PlatformEventOf, resourceSchemas } from './shapes.js';
@@ -39,8 +38,7 @@ export type ConnectorRotationResult = Static<typeof resourceSchemas.ConnectorRot
 /** A webhook source connector's signing secret, which senders sign with. */
 export type ConnectorSigningSecret = Static<typeof resourceSchemas.ConnectorSigningSecret>;
 
-/** One transform step definition: `{ type, ...fields }`. */
-export type TransformStep = { type: string } & { [key: string]: JsonValue };
+export type { TransformStep } from './shapes.js';
 
 /** One run of a pipeline. */
 export type Run = Static<typeof resourceSchemas.Run>;

@@ -1,8 +1,7 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox';
 import type { JsonObject } from './json.js';
-import type { TransformStep } from './domain.js';
 import { ConnectorDirectionSchema, PlatformEventTypeSchema } from './enumerations.js';
-import { resourceSchemas } from './shapes.js';
+import { resourceSchemas, type TransformStep } from './shapes.js';
 
 /**
  * TypeBox schemas of every service input. The services validate with them (embedders get the

@@ -112,15 +112,18 @@ const PipelineStats = Type.Object({
   }),
 });
 
-// A step's own fields are the step type's (`TransformStep`); only `type` is common to all.
-const TransformStep = Type.Unsafe<{ type: string } & JsonObject>(Type.Object({ type: Type.String() }, { additionalProperties: true }));
+/** One transform step definition: `{ type, ...fields }`; the fields are the step type's own. */
+export type TransformStep = { type: string } & JsonObject;
+
+// Only `type` is common to all steps; the step type's plugin checks the rest.
+const TransformStepShape = Type.Unsafe<TransformStep>(Type.Object({ type: Type.String() }, { additionalProperties: true }));
 
 const Pipeline = Type.Object({
   id: Id('pipeline'),
   name: Type.String(),
   source_connector_id: Id('connector'),
   destination_connector_id: Id('connector'),
-  transforms: Type.Array(TransformStep),
+  transforms: Type.Array(TransformStepShape),
   schedule: Nullable(Type.String(), { description: 'Cron expression (UTC); null for a streaming pipeline.' }),
   state: PipelineStateSchema,
   batch_size: Type.Integer({ description: 'Most records read per batch.' }),

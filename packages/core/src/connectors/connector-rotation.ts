@@ -1,9 +1,8 @@
-import { type ConnectorRotationResult, type RotateConnectorInput, FerryError, isFerryError, notFound, validationError, type FieldError, inputSchemas, assertSchema, pointerToken } from '../common/index.js';
+import { type Connector, type ConnectorCheck, type ConnectorRotationResult, type RotateConnectorInput, FerryError, isFerryError, notFound, validationError, type FieldError, inputSchemas, assertSchema, pointerToken } from '../common/index.js';
 import { nowIso, transact, type EngineContext, type EngineHooks } from '../context/index.js';
 import { joinSecrets, mergeConfig, splitSecrets, ConnectorError, type RegisteredConnector, REDACTED, type JsonObject } from '../plugin-api/index.js';
 import type { ConnectorRow } from '../storage/index.js';
 import { generatedReadableSecret, validateConnectorConfig } from './connector-config.js';
-import type { ConnectorsService } from './connectors-service.js';
 import { connectorContext, openConnector, sealConnectorSecrets, unsealConnectorSecrets } from './opened-connector.js';
 
 /** The recovery record kept in `connectors.rotation_state` while a rotation runs. */
@@ -18,6 +17,16 @@ interface RotationState {
 const ROTATION_STALE_MS = 15 * 60 * 1000;
 
 /**
+ * What a rotation needs from the connectors service: the same check a client runs, and the
+ * connector as a response shows it. An interface rather than the service's type so the service can
+ * call down into this file without the two importing each other.
+ */
+export interface RotationConnectors {
+  check(workspaceId: string, id: string): Promise<ConnectorCheck>;
+  get(workspaceId: string, id: string): Promise<Connector>;
+}
+
+/**
  * Rotates a connector's credentials (docs/api.md, Connector rotation): marks it rotating (a second rotation
  * meanwhile is `rotation_in_progress`), pauses every active pipeline that uses it once their
  * in-flight batches finish, swaps in the new secret fields (`input.config`, or what the plugin's
@@ -28,7 +37,7 @@ const ROTATION_STALE_MS = 15 * 60 * 1000;
 export async function rotateConnector(
   ctx: EngineContext,
   hooks: EngineHooks,
-  connectors: Pick<ConnectorsService, 'check' | 'get'>,
+  connectors: RotationConnectors,
   workspaceId: string,
   id: string,
   input: RotateConnectorInput = {},

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { runChanged } from './run-feed.js';
+import { presentRun, runChanged } from './run-feed.js';
 import { type CreatePipelineInput, type Page, type PageParams, type Pipeline, type PipelineState, type PipelineStats, type PipelineStatsParams, type Run, type UpdatePipelineInput, PIPELINE_STATES, FerryError, notFound, validationError, type FieldError, paginate, inputSchemas, readOnlyFields, assertSchema, assertText, schemaErrors } from '../common/index.js';
 import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../context/index.js';
 import { assertSchedule } from './cron-schedule.js';
@@ -342,25 +342,6 @@ export class PipelinesService {
 
 function nameTaken(name: string): FerryError {
   return new FerryError('name_taken', `A pipeline named ${JSON.stringify(name)} already exists in this workspace.`);
-}
-
-/** The public shape of a run row. */
-export function presentRun(row: RunRow): Run {
-  return {
-    id: row.id,
-    pipeline_id: row.pipeline_id,
-    trigger: row.trigger,
-    status: row.status,
-    scheduled_for: row.scheduled_for,
-    started_at: row.started_at,
-    finished_at: row.finished_at,
-    events_read: row.events_read,
-    events_written: row.events_written,
-    events_filtered: row.events_filtered,
-    events_dead_lettered: row.events_dead_lettered,
-    error: row.error,
-    created_at: row.created_at,
-  };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { Observable, Subject } from 'rxjs';
 import { firstIdAt, normalizeTimestamp, notFound, type PlatformEvent, type Run } from '../common/index.js';
 import { afterCommit, reader, type EngineContext, type RunChange, type RunChanges } from '../context/index.js';
-import { presentRun } from './pipelines-service.js';
+import type { RunRow } from '../storage/index.js';
 
 /**
  * The runs this engine changes, published once each change committed. Nothing is built while
@@ -162,4 +162,23 @@ export function runsStream(ctx: Pick<EngineContext, 'runFeed' | 'bus' | 'logger'
       deleted.unsubscribe();
     };
   });
+}
+
+/** The public shape of a run row. */
+export function presentRun(row: RunRow): Run {
+  return {
+    id: row.id,
+    pipeline_id: row.pipeline_id,
+    trigger: row.trigger,
+    status: row.status,
+    scheduled_for: row.scheduled_for,
+    started_at: row.started_at,
+    finished_at: row.finished_at,
+    events_read: row.events_read,
+    events_written: row.events_written,
+    events_filtered: row.events_filtered,
+    events_dead_lettered: row.events_dead_lettered,
+    error: row.error,
+    created_at: row.created_at,
+  };
 }

@@ -2,7 +2,7 @@ import type { EngineContext } from '../context/index.js';
 import { CoalescedPump } from '../queue/index.js';
 import type { DeliveryOptions } from './delivery-options.js';
 import type { AttemptVerdict } from './delivery-outcome.js';
-import type { Held, Target } from './delivery-worker.js';
+import type { Held, Target } from './held-delivery.js';
 
 /** Why the engine disabled a subscription (`disabled_reason`). */
 export const DISABLED_GONE = 'endpoint_gone';

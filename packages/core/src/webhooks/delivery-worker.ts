@@ -3,33 +3,17 @@ import { webhookHeaders } from '../crypto/index.js';
 import type { EngineContext } from '../context/index.js';
 import type { OutboundClient } from '../net/index.js';
 import { CoalescedPump } from '../queue/index.js';
-import { openSigningSecrets, type SigningSecrets } from './webhooks-service.js';
-import type { Repositories, DeliveryRow, WebhookRow } from '../storage/index.js';
+import { openSigningSecrets } from './webhooks-service.js';
+import type { Repositories } from '../storage/index.js';
 import { DeliveryCompleter } from './delivery-completer.js';
 import type { DeliveryOptions } from './delivery-options.js';
 import { attemptVerdict } from './delivery-outcome.js';
+import type { Held, Target } from './held-delivery.js';
 
 /** `user-agent` of every delivery. */
 export const DELIVERY_USER_AGENT = 'Ferry-Webhooks/1';
 
 const iso = (ms: number) => new Date(ms).toISOString();
-
-/** A delivery this engine holds a claim on. */
-export interface Held {
-  row: DeliveryRow;
-  token: string;
-  /** When the claim was taken or last extended (engine clock). */
-  heldSince: number;
-}
-
-/** A subscription as the worker needs it, refreshed at every claim. */
-export interface Target {
-  row: WebhookRow;
-  /** Undefined when they cannot be decrypted. */
-  secrets: SigningSecrets | undefined;
-  /** When the row was read (engine clock). */
-  readAt: number;
-}
 
 /**
  * Least time between two claims that skip the subscriptions whose lanes are full, in ms: what
