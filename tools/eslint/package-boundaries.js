@@ -7,11 +7,13 @@
  *   or any other subpath), except the second entries: core's `@ferry/core/internal` (unstable: its
  *   storage, repositories and the HTTP layer's helpers) and the test kit's `@ferry/testing/suites`.
  * - Each package may import only the Ferry packages its layer allows: core none; http core; the
- *   framework adapters http, core and the console (which imports no Ferry package: it is static
- *   files and the function that serves them); plugins and the test kit core; the test servers the test
- *   kit (a plugin's own test files, `*.test.ts`, and the helpers they share, `test-*.ts`, also the
- *   test kit, its suites and the test servers); the server and everything
- *   outside `packages/` and `plugins/` (examples, cross-package tests, benchmarks) any public entry.
+ *   framework adapters http, core and the console; the console (static files and the function
+ *   that serves them) core's public entry for its types only, `import type`, so nothing of the
+ *   engine reaches the page's bundle or the console's dependencies; plugins and the test kit
+ *   core; the test servers the test kit (a plugin's own test files, `*.test.ts`, and the helpers
+ *   they share, `test-*.ts`, also the test kit, its suites and the test servers); the server and
+ *   everything outside `packages/` and `plugins/` (examples, cross-package tests, benchmarks) any
+ *   public entry.
  * - `@ferry/core/internal` is for Ferry's own layers only: http, the test kit, the server, tests
  *   and benchmarks (a plugin's test files too). A plugin's code, the framework adapters and the
  *   examples use what any user has: `@ferry/core`.
@@ -28,13 +30,36 @@ const SECOND_ENTRIES = new Set([INTERNAL, SUITES]);
 
 const ALLOWED = {
   'packages/core': [],
-  'packages/console': [],
+  'packages/console': ['@ferry/core'],
   'packages/http': ['@ferry/core', INTERNAL],
   'packages/express': ['@ferry/core', '@ferry/http', '@ferry/console'],
   'packages/fastify': ['@ferry/core', '@ferry/http', '@ferry/console'],
   'packages/testing': ['@ferry/core', INTERNAL],
   'packages/test-servers': ['@ferry/testing'],
 };
+
+/** Imports a package may make for types only (`import type`, `export type ... from`), by package. */
+const TYPES_ONLY = {
+  'packages/console': ['@ferry/core'],
+};
+
+/**
+ * Whether the declaration that names a module is erased from the JavaScript: `import type`,
+ * `export type { ... } from` or `export type * from`. `import { type X }` is not: under
+ * `verbatimModuleSyntax` it stays as `import {} from`, which loads the module.
+ * @param {any} declaration
+ */
+function typeOnly(declaration) {
+  switch (declaration?.type) {
+    case 'ImportDeclaration':
+      return declaration.importKind === 'type';
+    case 'ExportNamedDeclaration':
+    case 'ExportAllDeclaration':
+      return declaration.exportKind === 'type';
+    default:
+      return false;
+  }
+}
 
 /**
  * What a plugin file may import: core only, since a published plugin must run with nothing but
@@ -65,6 +90,7 @@ const rule = {
       leavesPackage: 'Relative import "{{source}}" leaves {{root}}; import the other package by its public entry.',
       deepImport: 'Import "{{source}}" reaches past the public entry of {{pkg}}; import "{{pkg}}" instead.',
       layer: '{{root}} may not import {{pkg}} (allowed: {{allowed}}).',
+      typesOnly: '{{root}} may import {{pkg}} for its types only: write `import type`.',
     },
     schema: [],
   },
@@ -98,6 +124,11 @@ const rule = {
       const allowed = root.startsWith('plugins/') ? pluginAllowed(file) : (ALLOWED[/** @type {keyof ALLOWED} */ (root)] ?? open);
       if (allowed && !allowed.includes(pkg)) {
         context.report({ node, messageId: 'layer', data: { root, pkg, allowed: allowed.join(', ') || 'none' } });
+        return;
+      }
+      const typesOnly = TYPES_ONLY[/** @type {keyof TYPES_ONLY} */ (root)];
+      if (typesOnly?.includes(pkg) && !typeOnly(node.parent)) {
+        context.report({ node, messageId: 'typesOnly', data: { root, pkg } });
       }
     }
     return moduleSpecifiers(check);

@@ -28,6 +28,9 @@ tester.run('package-boundaries', plugin.rules['package-boundaries'], {
     { filename: file('packages/server/src/a.ts'), code: "import { openStorage } from '@ferry/core/internal';" },
     { filename: file('test/storage/a.test.ts'), code: "import { LeasesRepo } from '@ferry/core/internal';" },
     { filename: file('plugins/s3/src/s3.test.ts'), code: "import { createConnectorOutbound } from '@ferry/core/internal';" },
+    { filename: file('packages/console/src/app/records.ts'), code: "import type { Connector } from '@ferry/core';" },
+    { filename: file('packages/console/src/app/records.ts'), code: "export type { Run } from '@ferry/core';" },
+    { filename: file('packages/console/src/app/records.ts'), code: "export type * from '@ferry/core';" },
   ],
   invalid: [
     { filename: file('packages/testing/src/a.ts'), code: "import { x } from '../../core/src/errors.js';", errors: [{ messageId: 'leavesPackage' }] },
@@ -47,5 +50,12 @@ tester.run('package-boundaries', plugin.rules['package-boundaries'], {
     { filename: file('packages/express/src/a.ts'), code: "import { ERROR_STATUS } from '@ferry/core/internal';", errors: [{ messageId: 'layer' }] },
     { filename: file('examples/embedded/src/main.ts'), code: "import { openStorage } from '@ferry/core/internal';", errors: [{ messageId: 'layer' }] },
     { filename: file('test/a.test.ts'), code: "import { x } from '@ferry/core/internal/more';", errors: [{ messageId: 'deepImport' }] },
+    { filename: file('packages/console/src/app/data.ts'), code: "import { isFerryError } from '@ferry/core';", errors: [{ messageId: 'typesOnly' }] },
+    { filename: file('packages/console/src/app/data.ts'), code: "import { type Connector } from '@ferry/core';", errors: [{ messageId: 'typesOnly' }] },
+    { filename: file('packages/console/src/index.ts'), code: "export { type Run } from '@ferry/core';", errors: [{ messageId: 'typesOnly' }] },
+    { filename: file('packages/console/src/index.ts'), code: "export * from '@ferry/core';", errors: [{ messageId: 'typesOnly' }] },
+    { filename: file('packages/console/src/app/data.ts'), code: "const core = await import('@ferry/core');", errors: [{ messageId: 'typesOnly' }] },
+    { filename: file('packages/console/src/app/records.ts'), code: "import type { ConnectorRow } from '@ferry/core/internal';", errors: [{ messageId: 'layer' }] },
+    { filename: file('packages/console/src/app/records.ts'), code: "import type { Connector } from '@ferry/http';", errors: [{ messageId: 'layer' }] },
   ],
 });
