@@ -27,11 +27,7 @@ export class ApiError extends Error {
 }
 
 /** A page of a listing. */
-export interface Page<T> {
-  data: T[];
-  next_cursor: string | null;
-  has_more: boolean;
-}
+export type { Page } from './records.js';
 
 type Query = Record<string, string | number | undefined | null>;
 

@@ -1,8 +1,8 @@
 import { api, ApiError, problemOf, type Page, type Problem } from './api.js';
-import type { Connector, PipelineStats } from './records.js';
+import type { ApiConnector, Connector, PipelineStats } from './records.js';
 
 /** A connector as the API answers it, with the id standing in for a name it does not have. */
-export function named(connector: Omit<Connector, 'name'> & { name: string | null }): Connector {
+export function named(connector: ApiConnector): Connector {
   return { ...connector, name: connector.name ?? connector.id };
 }
 
@@ -12,10 +12,10 @@ export function named(connector: Omit<Connector, 'name'> & { name: string | null
  */
 export async function connectorsById(ids: Iterable<string>): Promise<Map<string, Connector>> {
   const byId = new Map<string, Connector>();
-  const first = await api<Page<Connector>>('GET', '/v2/connectors', { query: { limit: 100 } });
+  const first = await api<Page<ApiConnector>>('GET', '/v2/connectors', { query: { limit: 100 } });
   for (const c of first.data) byId.set(c.id, named(c));
   const missing = [...new Set(ids)].filter((id) => !byId.has(id));
-  const found = await Promise.all(missing.map((id) => api<Connector>('GET', `/v2/connectors/${encodeURIComponent(id)}`).catch(() => undefined)));
+  const found = await Promise.all(missing.map((id) => api<ApiConnector>('GET', `/v2/connectors/${encodeURIComponent(id)}`).catch(() => undefined)));
   for (const c of found) if (c) byId.set(c.id, named(c));
   return byId;
 }

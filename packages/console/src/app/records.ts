@@ -1,114 +1,26 @@
-/** The API's records, as the console reads them (fields it does not use are left out). */
+/**
+ * The API's records, as the console reads them: the types `@ferry/core` declares them with (the
+ * `Static` types of the schemas the API's OpenAPI document is made of), so a field is declared
+ * once. Imported for their types only: nothing of the engine reaches the page's bundle.
+ */
+import type { Connector as ApiConnector, ConnectorsService, PipelinesService } from '@ferry/core';
 
-export type Health = 'healthy' | 'degraded' | 'down';
+export type { ApiConnector };
+export type { Delivery, DeliveryWithAttempts, EventRecord, Page, Pipeline, Run, WebhookSubscription } from '@ferry/core';
 
-export interface Connector {
-  id: string;
-  /** The API's name, or its id when it has none (see `named` in data.ts). */
-  name: string;
-  type: string;
-  direction: 'source' | 'destination' | 'bidirectional';
-  config: Record<string, unknown>;
-  health: Health;
-  pipeline_count: number;
-  rotation_status: string | null;
-  last_error: { code: string; message: string; at: string } | null;
-  created_at: string;
-  updated_at: string;
-}
+/**
+ * A connector as the views show it: `name` is the API's name, or its id when it has none (see
+ * `named` in data.ts), so that every row, label and message has something to call it by.
+ */
+export type Connector = Omit<ApiConnector, 'name'> & { name: string };
 
-export interface Run {
-  id: string;
-  pipeline_id: string;
-  trigger: 'schedule' | 'manual' | 'stream';
-  status: 'queued' | 'running' | 'succeeded' | 'failed';
-  scheduled_for: string | null;
-  started_at: string | null;
-  finished_at: string | null;
-  events_read: number;
-  events_written: number;
-  events_filtered: number;
-  events_dead_lettered: number;
-  error: string | null;
-  created_at: string;
-}
+// The public entry names these records only as what a service method returns.
 
-export interface Pipeline {
-  id: string;
-  name: string;
-  source_connector_id: string;
-  destination_connector_id: string;
-  transforms: Array<{ type: string }>;
-  schedule: string | null;
-  state: 'draft' | 'active' | 'paused' | 'deleting';
-  batch_size: number;
-  flush_interval_ms: number;
-  max_attempts: number;
-  last_run: Run | null;
-  created_at: string;
-  updated_at: string;
-}
+/** What a connector's live check answers (`POST /v2/connectors/{id}/check`). */
+export type ConnectorCheck = Awaited<ReturnType<ConnectorsService['check']>>;
 
-export interface PipelineStats {
-  pipeline_id: string;
-  minutes: number;
-  since: string;
-  until: string;
-  dead_lettered: number;
-  replaying: number;
-  per_minute: Array<{ minute: string; events_read: number; events_written: number; events_filtered: number; events_dead_lettered: number }>;
-}
+/** What a completed credential rotation answers (`POST /v2/connectors/{id}/rotate`). */
+export type ConnectorRotation = Awaited<ReturnType<ConnectorsService['rotate']>>;
 
-export interface FerryEvent {
-  id: string;
-  pipeline_id: string;
-  type: string;
-  occurred_at: string;
-  payload: unknown;
-  status: 'delivered' | 'filtered' | 'dead_lettered' | 'replaying';
-  attempts: number;
-  error: { stage?: string; code?: string; message?: string } | null;
-  dead_lettered_at: string | null;
-}
-
-export interface Subscription {
-  id: string;
-  url: string;
-  events: string[];
-  enabled: boolean;
-  description: string | null;
-  disabled_reason: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface Attempt {
-  id: string;
-  attempted_at: string;
-  response_status: number | null;
-  duration_ms: number | null;
-  response_body: string | null;
-  error: string | null;
-}
-
-export interface Delivery {
-  id: string;
-  subscription_id: string;
-  event_id: string;
-  event_type: string;
-  status: 'pending' | 'retrying' | 'delivered' | 'failed';
-  attempts: number;
-  next_attempt_at: string | null;
-  last_attempt_at: string | null;
-  last_response_status: number | null;
-  last_error: string | null;
-  created_at: string;
-  attempt_history?: Attempt[];
-}
-
-export interface CheckResult {
-  health: Health;
-  latency_ms: number;
-  error?: { code: string; message: string };
-  details?: Record<string, unknown>;
-}
+/** A pipeline's events per minute over a window, and its open dead letters (`GET /v2/pipelines/{id}/stats`). */
+export type PipelineStats = Awaited<ReturnType<PipelinesService['stats']>>;

@@ -10,7 +10,7 @@ import { Layout, type Shell } from '../components/layout.js';
 import { Pager } from '../components/pager.js';
 import { ProblemBox } from '../components/problem-box.js';
 import { ago, count, utc } from '../format.js';
-import type { CheckResult, Connector } from '../records.js';
+import type { ApiConnector, Connector, ConnectorCheck, ConnectorRotation } from '../records.js';
 import { named } from '../data.js';
 import { href, type Location } from '../router.js';
 import { useAction } from '../use-action.js';
@@ -27,7 +27,7 @@ function secretFields(connector: Connector): string[] {
 }
 
 /** A check's answer, in one sentence. */
-function describeCheck(name: string, result: CheckResult): string {
+function describeCheck(name: string, result: ConnectorCheck): string {
   const error = result.error ? `: ${result.error.code}, ${result.error.message}` : '';
   return `Check of ${name}: ${result.health} in ${count(result.latency_ms)} ms${error}`;
 }
@@ -45,7 +45,7 @@ export function ConnectorsView({ location, shell }: { location: Location; shell:
   const [open, setOpen] = useState<string | undefined>();
   const resource = useResource<Page<Connector>>(
     async () => {
-      const page = await api<Page<Connector>>('GET', '/v2/connectors', { query: { limit: 50, cursor } });
+      const page = await api<Page<ApiConnector>>('GET', '/v2/connectors', { query: { limit: 50, cursor } });
       return { ...page, data: page.data.map(named) };
     },
     [cursor],
@@ -54,7 +54,7 @@ export function ConnectorsView({ location, shell }: { location: Location; shell:
   const connectors = resource.data?.data;
 
   const check = (c: Connector) =>
-    void action.run(async () => describeCheck(c.name, await api<CheckResult>('POST', `/v2/connectors/${encodeURIComponent(c.id)}/check`))).then(resource.reload);
+    void action.run(async () => describeCheck(c.name, await api<ConnectorCheck>('POST', `/v2/connectors/${encodeURIComponent(c.id)}/check`))).then(resource.reload);
 
   const rotate = (form: HTMLFormElement) => {
     const c = rotating;
@@ -63,7 +63,7 @@ export function ConnectorsView({ location, shell }: { location: Location; shell:
     for (const [k, v] of new FormData(form)) if (typeof v === 'string' && v !== '') values[k.replace(/^secret-/, '')] = v;
     void action
       .run(async () => {
-        const answer = await api<{ connector: Connector; rotation: { paused_pipeline_ids: string[] } }>('POST', `/v2/connectors/${encodeURIComponent(c.id)}/rotate`, Object.keys(values).length ? { body: { config: values } } : {});
+        const answer = await api<ConnectorRotation>('POST', `/v2/connectors/${encodeURIComponent(c.id)}/rotate`, Object.keys(values).length ? { body: { config: values } } : {});
         const secret = answer.connector.config.signing_secret;
         setGenerated(typeof secret === 'string' && secret !== REDACTED ? { name: c.name, secret } : undefined);
         const paused = answer.rotation.paused_pipeline_ids.length;

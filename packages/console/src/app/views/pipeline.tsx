@@ -12,7 +12,7 @@ import { Pager } from '../components/pager.js';
 import { ProblemBox } from '../components/problem-box.js';
 import { connectorsById, figures, pipelineStats } from '../data.js';
 import { ago, count, inputFromIso, isoFromInput, runDuration, utc } from '../format.js';
-import type { Connector, FerryEvent, Pipeline, PipelineStats, Run } from '../records.js';
+import type { Connector, EventRecord, Pipeline, PipelineStats, Run } from '../records.js';
 import { href, Link, navigate, type Location } from '../router.js';
 import { useAction, type Action } from '../use-action.js';
 import { useResource } from '../use-resource.js';
@@ -126,8 +126,8 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
   // While an event is being replayed, the list is read again often, so its outcome shows soon.
   const [changing, setChanging] = useState(false);
   const action = useAction();
-  const resource = useResource<Page<FerryEvent>>(
-    () => api<Page<FerryEvent>>('GET', `/v2/pipelines/${encodeURIComponent(pipelineId)}/events`, { query: { limit: 50, ...filters, cursor } }),
+  const resource = useResource<Page<EventRecord>>(
+    () => api<Page<EventRecord>>('GET', `/v2/pipelines/${encodeURIComponent(pipelineId)}/events`, { query: { limit: 50, ...filters, cursor } }),
     [pipelineId, location.query.toString()],
     changing ? 1500 : 15_000,
   );
@@ -140,10 +140,10 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
     const form = new FormData(event.currentTarget as HTMLFormElement);
     navigate(href(base, { type: String(form.get('type') ?? '').trim(), status: String(form.get('status') ?? ''), since: isoFromInput(String(form.get('since') ?? '')), until: isoFromInput(String(form.get('until') ?? '')) }));
   };
-  const replayOne = (e: FerryEvent) =>
+  const replayOne = (e: EventRecord) =>
     void action
       .run(async () => {
-        await api<FerryEvent>('POST', `/v2/events/${encodeURIComponent(e.id)}/replay`);
+        await api<EventRecord>('POST', `/v2/events/${encodeURIComponent(e.id)}/replay`);
         return `Event ${e.id} is being replayed.`;
       })
       .then(() => {
@@ -276,7 +276,7 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
   );
 }
 
-function EventDetail({ event, action, onReplay }: { event: FerryEvent; action: Action; onReplay: () => void }): JSX.Element {
+function EventDetail({ event, action, onReplay }: { event: EventRecord; action: Action; onReplay: () => void }): JSX.Element {
   return (
     <tr class="detail-row" id={`event-${event.id}`}>
       <td colSpan={6}>

@@ -10,7 +10,7 @@ import { Layout, type Shell } from '../components/layout.js';
 import { Pager } from '../components/pager.js';
 import { ProblemBox } from '../components/problem-box.js';
 import { ago, count, duration, inputFromIso, isoFromInput, utc } from '../format.js';
-import type { Delivery, Subscription } from '../records.js';
+import type { Delivery, DeliveryWithAttempts, WebhookSubscription } from '../records.js';
 import { href, Link, navigate, type Location } from '../router.js';
 import { useAction, type Action } from '../use-action.js';
 import { useResource } from '../use-resource.js';
@@ -30,7 +30,7 @@ export function WebhookView({ id, location, shell }: { id: string; location: Loc
   const [open, setOpen] = useState<string | undefined>();
   const [recovering, setRecovering] = useState(false);
   const [disabling, setDisabling] = useState(false);
-  const subscription = useResource<Subscription>(() => api<Subscription>('GET', `/v2/webhooks/${encodeURIComponent(id)}`), [id], 30_000);
+  const subscription = useResource<WebhookSubscription>(() => api<WebhookSubscription>('GET', `/v2/webhooks/${encodeURIComponent(id)}`), [id], 30_000);
   // A delivery `pending` is about to be attempted: the list is read again often until it is not.
   const [soon, setSoon] = useState(false);
   const deliveries = useResource<Page<Delivery>>(
@@ -67,7 +67,7 @@ export function WebhookView({ id, location, shell }: { id: string; location: Loc
   const setEnabled = (enabled: boolean) =>
     void action
       .run(async () => {
-        await api<Subscription>('PATCH', `/v2/webhooks/${encodeURIComponent(id)}`, { body: { enabled } });
+        await api<WebhookSubscription>('PATCH', `/v2/webhooks/${encodeURIComponent(id)}`, { body: { enabled } });
         return enabled ? 'The subscription is enabled: new events are delivered again. Redeliver or recover what failed meanwhile.' : 'The subscription is disabled: it gets no new deliveries.';
       })
       .then(subscription.reload);
@@ -214,7 +214,7 @@ export function WebhookView({ id, location, shell }: { id: string; location: Loc
 
 /** A delivery's attempts, oldest first, read when the row is opened. */
 function AttemptsRow({ subscriptionId, delivery }: { subscriptionId: string; delivery: Delivery; action: Action }): JSX.Element {
-  const resource = useResource<Delivery>(() => api<Delivery>('GET', `/v2/webhooks/${encodeURIComponent(subscriptionId)}/deliveries/${encodeURIComponent(delivery.id)}`), [delivery.id, delivery.attempts, delivery.status]);
+  const resource = useResource<DeliveryWithAttempts>(() => api<DeliveryWithAttempts>('GET', `/v2/webhooks/${encodeURIComponent(subscriptionId)}/deliveries/${encodeURIComponent(delivery.id)}`), [delivery.id, delivery.attempts, delivery.status]);
   const history = resource.data?.attempt_history;
   return (
     <tr class="detail-row" id={`delivery-${delivery.id}`}>

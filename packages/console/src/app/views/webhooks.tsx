@@ -6,14 +6,14 @@ import { EmptyState } from '../components/empty-state.js';
 import { Layout, type Shell } from '../components/layout.js';
 import { Pager } from '../components/pager.js';
 import { ProblemBox } from '../components/problem-box.js';
-import type { Subscription } from '../records.js';
+import type { WebhookSubscription } from '../records.js';
 import { href, Link, type Location } from '../router.js';
 import { useResource } from '../use-resource.js';
 
 /** The webhook subscriptions of the workspace, each a link to its deliveries. */
 export function WebhooksView({ location, shell }: { location: Location; shell: Shell }): JSX.Element {
   const cursor = location.query.get('cursor') ?? '';
-  const resource = useResource<Page<Subscription>>(() => api<Page<Subscription>>('GET', '/v2/webhooks', { query: { limit: 50, cursor } }), [cursor], 30_000);
+  const resource = useResource<Page<WebhookSubscription>>(() => api<Page<WebhookSubscription>>('GET', '/v2/webhooks', { query: { limit: 50, cursor } }), [cursor], 30_000);
   const subscriptions = resource.data?.data;
   return (
     <Layout {...shell} title="Webhooks">
