@@ -1,28 +1,22 @@
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { affected, fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
-import type { ConnectorDirection, ConnectorHealth, JsonObject } from '../../plugin-api/index.js';
+import type { Connector, JsonObject } from '../../common/index.js';
 
-/** Row of `connectors`. `config` holds the non-secret fields; `secrets` the sealed secret ones. */
-export interface ConnectorRow {
-  id: string;
+/**
+ * Row of `connectors`: the record's fields as the API shows them, but `pipeline_count` (counted
+ * from `pipelines`), plus what the API never shows. `config` holds the non-secret fields (the
+ * record shows the secret ones too, redacted); `secrets` the sealed secret ones.
+ */
+export interface ConnectorRow extends Omit<Connector, 'pipeline_count'> {
   workspace_id: string;
-  name: string | null;
-  type: string;
-  direction: ConnectorDirection;
-  config: JsonObject;
   secrets: string | null;
-  health: ConnectorHealth;
   health_checked_at: string | null;
-  last_error: { code: string; message: string; at: string } | null;
-  rotation_status: 'rotating' | null;
   rotation_started_at: string | null;
   /**
    * A rotation's recovery record, sealed: the previous secrets and the pipelines it paused, so a
    * rotation interrupted by a crash can be rolled back or finished by any instance.
    */
   rotation_state: string | null;
-  created_at: string;
-  updated_at: string;
 }
 
 const map = (row: Record<string, unknown>): ConnectorRow => ({
