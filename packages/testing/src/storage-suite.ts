@@ -3,6 +3,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { StorageConfig } from '@ferry/core';
 import { openStorage, type ConnectorRow, type DeliveryRow, type EventRow, type FerryStorage, type PipelineRow } from '@ferry/core/internal';
 
+/** What one batch commits (`BatchCommits` in storage), as a queued commit takes it. */
+type BatchCommit = Parameters<ReturnType<ReturnType<FerryStorage['batchCommits']>['queue']>>[0];
+
 /** Makes a fresh, empty storage for one test. */
 export type StorageFactory = () => Promise<StorageConfig>;
 
@@ -675,6 +678,85 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       expect(all.map((r) => r.payload.i)).toEqual([1, 2, 3]);
       expect((await storage.repos.inbox.readAfter('con_w', all[0]!.seq, 1)).map((r) => r.id)).toEqual(['evt_in2']);
       expect(await storage.repos.inbox.readAfter('con_other', 0, 10)).toEqual([]);
+    });
+
+    describe('batch commits', () => {
+      const counts = (n: number) => ({ events_read: n, events_written: n, events_filtered: 0, events_dead_lettered: 0 });
+      let fence: { name: string; token: string };
+
+      beforeEach(async () => {
+        await seedConnectorsAndPipeline();
+        await storage.repos.runs.insert({ id: 'run_1', workspace_id: 'ws_a', pipeline_id: 'pip_1', trigger: 'stream', scheduled_for: null, status: 'running', created_at: at(0) });
+        fence = { name: 'pipeline:pip_1', token: (await storage.repos.leases.acquire('pipeline:pip_1', 'engine-a', 60_000, T0))!.token };
+      });
+
+      /** A batch of events `from`..`to`, all delivered, its checkpoint at `to`. */
+      const batch = (from: number, to: number, overrides: Partial<BatchCommit> = {}): BatchCommit => {
+        const events = Array.from({ length: to - from + 1 }, (_, k) => eventRow(from + k, { created_at: at(1000), updated_at: at(1000) }));
+        return { workspaceId: 'ws_a', pipelineId: 'pip_1', runId: 'run_1', fence, events, deadLetters: [], notices: [], checkpoint: { at: to }, counts: counts(events.length), now: at(1000), ...overrides };
+      };
+
+      it("writes a batch's events, dead letters, checkpoint, run counters, minute and notices in one commit", async () => {
+        const commits = storage.batchCommits('pip_1');
+        const dead = eventRow(3, { status: 'dead_lettered', attempts: 3, error: { stage: 'destination', code: 'destination_rejected', message: 'no' }, dead_lettered_at: at(1000), created_at: at(1000), updated_at: at(1000) });
+        const letter = { event_id: dead.id, workspace_id: 'ws_a', pipeline_id: 'pip_1', stage: 'destination', record: { id: dead.id, type: dead.type, occurred_at: dead.occurred_at, payload: dead.payload }, replay_requested_at: null, created_at: at(1000) };
+        const notice = { id: 'evt_notice1', workspace_id: 'ws_a', type: 'event.dead_lettered' as const, data: { pipeline_id: 'pip_1', event_id: dead.id }, occurred_at: at(1000) };
+        const minute = { pipeline_id: 'pip_1', workspace_id: 'ws_a', minute: at(0), events_read: 3, events_written: 2, events_filtered: 0, events_dead_lettered: 1 };
+        const first = batch(1, 2);
+        await commits.queue(undefined)({ ...first, events: [...first.events, dead], deadLetters: [letter], notices: [notice], counts: { ...counts(3), events_written: 2, events_dead_lettered: 1 }, checkpoint: { at: 3 }, minute });
+        commits.close();
+        expect((await storage.repos.events.get('ws_a', 'evt_000001'))?.status).toBe('delivered');
+        expect(await storage.repos.events.get('ws_a', dead.id)).toMatchObject({ status: 'dead_lettered', attempts: 3, error: { code: 'destination_rejected' }, dead_lettered_at: at(1000) });
+        expect(await storage.repos.events.getDeadLetter(dead.id)).toMatchObject({ stage: 'destination', record: { id: dead.id, payload: { n: 3 } } });
+        expect(await storage.repos.checkpoints.get('pip_1')).toEqual({ at: 3 });
+        expect(await storage.repos.runs.get('ws_a', 'run_1')).toMatchObject({ events_read: 3, events_written: 2, events_dead_lettered: 1 });
+        expect(await storage.repos.pipelineMinutes.range('ws_a', 'pip_1', at(0), at(60_000))).toMatchObject([{ events_read: 3, events_dead_lettered: 1 }]);
+        expect((await storage.repos.outbox.pending(10)).map((e) => [e.id, e.data])).toEqual([['evt_notice1', { pipeline_id: 'pip_1', event_id: dead.id }]]);
+      });
+
+      it('refuses a batch whose lease was taken over (lease_lost), and writes none of it', async () => {
+        const commits = storage.batchCommits('pip_1');
+        const notice = { id: 'evt_notice2', workspace_id: 'ws_a', type: 'event.dead_lettered' as const, data: {}, occurred_at: at(1000) };
+        await expect(commits.queue(undefined)(batch(1, 2, { fence: { ...fence, token: 'stale' }, notices: [notice] }))).rejects.toMatchObject({ code: 'lease_lost' });
+        commits.close();
+        expect(await storage.repos.events.get('ws_a', 'evt_000001')).toBeNull();
+        expect(await storage.repos.checkpoints.get('pip_1')).toBeNull();
+        expect(await storage.repos.runs.get('ws_a', 'run_1')).toMatchObject({ events_read: 0 });
+        expect(await storage.repos.outbox.get('evt_notice2')).toBeNull();
+      });
+
+      it('commits again, as an update, events written before (a batch read again after a crash)', async () => {
+        const commits = storage.batchCommits('pip_1');
+        await commits.queue(undefined)(batch(1, 2));
+        const again = batch(2, 3);
+        again.events[0]!.status = 'filtered';
+        await commits.queue(undefined)(again);
+        commits.close();
+        expect((await storage.repos.events.get('ws_a', 'evt_000002'))?.status).toBe('filtered');
+        expect((await storage.repos.events.get('ws_a', 'evt_000003'))?.status).toBe('delivered');
+        expect(await storage.repos.runs.get('ws_a', 'run_1')).toMatchObject({ events_read: 4 });
+      });
+
+      it('commits in the order places were taken, and nothing after a batch that failed', async () => {
+        const commits = storage.batchCommits('pip_1');
+        let release!: () => void;
+        const gate = new Promise<void>((resolve) => (release = resolve));
+        const commitFirst = commits.queue(undefined);
+        const first = gate.then(() => commitFirst(batch(1, 2)));
+        const second = commits.queue(first)(batch(3, 4));
+        release();
+        await Promise.all([first, second]);
+        expect(await storage.repos.checkpoints.get('pip_1')).toEqual({ at: 4 });
+
+        const failed = commits.queue(undefined)(batch(5, 6, { fence: { ...fence, token: 'stale' } }));
+        failed.catch(() => undefined);
+        const after = commits.queue(failed)(batch(7, 8));
+        await expect(failed).rejects.toMatchObject({ code: 'lease_lost' });
+        await expect(after).rejects.toMatchObject({ code: 'lease_lost' });
+        commits.close();
+        expect(await storage.repos.events.get('ws_a', 'evt_000007')).toBeNull();
+        expect(await storage.repos.checkpoints.get('pip_1')).toEqual({ at: 4 });
+      });
     });
 
     it('transactions: everything rolls back together', async () => {

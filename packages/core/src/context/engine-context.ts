@@ -68,7 +68,7 @@ export async function transact<T>(ctx: EngineContext, fn: (repos: Repositories, 
   const recorded: PlatformEvent[] = [];
   const committed: (() => void)[] = [];
   const emit: Emit = (workspaceId, type, data) => {
-    const event: PlatformEvent = { id: ctx.ids.create('event'), type, occurred_at: new Date(ctx.clock.now()).toISOString(), data, workspace_id: workspaceId };
+    const event = newPlatformEvent(ctx, workspaceId, type, data);
     recorded.push(event);
     return event;
   };
@@ -83,6 +83,14 @@ export async function transact<T>(ctx: EngineContext, fn: (repos: Repositories, 
   ctx.bus.publish(recorded);
   for (const fn of committed) fn();
   return result;
+}
+
+/**
+ * A platform event, not yet recorded: with its id and this moment's time. For a commit that
+ * writes its own outbox rows (a pipeline batch's); everything else emits inside {@link transact}.
+ */
+export function newPlatformEvent(ctx: Pick<EngineContext, 'ids' | 'clock'>, workspaceId: string, type: PlatformEventType, data: JsonObject): PlatformEvent {
+  return { id: ctx.ids.create('event'), type, occurred_at: new Date(ctx.clock.now()).toISOString(), data, workspace_id: workspaceId };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { FerryError, notFound } from '../common/index.js';
 import { nowIso, transact, type EngineContext, type Emit } from '../context/index.js';
 import type { JsonObject } from '../plugin-api/index.js';
-import type { ItemResult, WorkItem } from './event-outcome.js';
+import type { DeadLettered, ItemResult, WorkItem } from './event-outcome.js';
 import { eventRows } from './event-rows.js';
 import type { DeadLetterRow, EventRow, PipelineRow, Repositories } from '../storage/index.js';
 
@@ -13,21 +13,30 @@ import type { DeadLetterRow, EventRow, PipelineRow, Repositories } from '../stor
  * replay's outcome committed. The {@link ReplayWorker} runs the replays.
  */
 
+/** The dead letter of an event that exhausted its attempts: the event as it entered the stage that failed. */
+export function deadLetterRow(pipeline: Pick<PipelineRow, 'id' | 'workspace_id'>, r: DeadLettered, now: string): DeadLetterRow {
+  return {
+    event_id: r.event.id,
+    workspace_id: pipeline.workspace_id,
+    pipeline_id: pipeline.id,
+    stage: r.stage,
+    record: { id: r.event.id, type: r.event.type, occurred_at: r.event.occurredAt, payload: r.event.payload },
+    replay_requested_at: null,
+    created_at: now,
+  };
+}
+
+/** The data of the `event.dead_lettered` notification of a dead letter. */
+export function deadLetteredNotice(pipeline: Pick<PipelineRow, 'id'>, r: DeadLettered): JsonObject {
+  return { pipeline_id: pipeline.id, event_id: r.event.id, stage: r.stage, code: r.code };
+}
+
 /** Writes the dead letters among a batch's results and announces each, inside the caller's transaction. */
 export async function recordDeadLetters(repos: Repositories, emit: Emit, pipeline: PipelineRow, results: readonly ItemResult[], now: string): Promise<void> {
   for (const r of results) {
     if (r.status !== 'dead_lettered') continue;
-    const letter: DeadLetterRow = {
-      event_id: r.event.id,
-      workspace_id: pipeline.workspace_id,
-      pipeline_id: pipeline.id,
-      stage: r.stage,
-      record: { id: r.event.id, type: r.event.type, occurred_at: r.event.occurredAt, payload: r.event.payload },
-      replay_requested_at: null,
-      created_at: now,
-    };
-    await repos.events.putDeadLetter(letter);
-    emit(pipeline.workspace_id, 'event.dead_lettered', { pipeline_id: pipeline.id, event_id: r.event.id, stage: r.stage, code: r.code });
+    await repos.events.putDeadLetter(deadLetterRow(pipeline, r, now));
+    emit(pipeline.workspace_id, 'event.dead_lettered', deadLetteredNotice(pipeline, r));
   }
 }
 

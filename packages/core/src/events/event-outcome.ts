@@ -25,3 +25,6 @@ export type ItemResult =
       code: string;
       message: string;
     };
+
+/** The result of an event that exhausted its attempts. */
+export type DeadLettered = Extract<ItemResult, { status: 'dead_lettered' }>;

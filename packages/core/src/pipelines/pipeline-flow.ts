@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { failSpan, inSpan, sleep, isFerryError, spanContext, startSpan, type Span, type SpanFailure, type TraceContext } from '../common/index.js';
 import type { EngineContext } from '../context/index.js';
 import type { Checkpoint, PullSource, PushSource, SourceBatch } from '../plugin-api/index.js';
-import type { Fence, PipelineRow, WriterOrder } from '../storage/index.js';
+import type { Fence, PipelineRow } from '../storage/index.js';
 import { backoffDelay, MAX_BACKOFF_ATTEMPT } from '../queue/index.js';
-import { commitBatch, countResults, prepareBatch, type BatchCounts, type PreparedBatch } from './batch-commit.js';
+import { BatchCommitter, countResults, type BatchCounts } from './batch-commit.js';
 import { processItems, type ItemResult } from './event-processor.js';
 import { toWorkItems } from './source-records.js';
 import { FlowError, toFlowError } from './flow-error.js';
@@ -106,8 +105,8 @@ export class PipelineFlow {
   private announcing: Promise<unknown> = Promise.resolve();
   /** A commit running behind has failed: the batch being prepared must not go on. */
   private commitFailed: unknown;
-  /** This flow's chain of commits on the SQLite writer thread (see {@link writerOrder}). */
-  private readonly commitChain = { id: newChainId(''), next: 0, onThread: false };
+  /** This flow's batch commits, in batch order. */
+  private readonly commits: BatchCommitter;
   /** How the flow ends: set along the way, final once {@link run} resolved. */
   end: FlowEnd = 'stopped';
 
@@ -116,6 +115,7 @@ export class PipelineFlow {
     private readonly spec: FlowSpec,
   ) {
     this.health = new HealthReporter(deps.ctx, deps.options.downAfterAttempts);
+    this.commits = new BatchCommitter(deps.ctx, spec.pipelineId);
   }
 
   /**
@@ -177,7 +177,7 @@ export class PipelineFlow {
     const conns = this.conns;
     this.conns = undefined;
     await conns?.close();
-    this.deps.ctx.storage.writer?.endChain(this.commitChain.id);
+    this.commits.close();
   }
 
   /**
@@ -323,7 +323,7 @@ export class PipelineFlow {
       // Caught up. A source may still move its position (past an empty object, say): keep it.
       const moved = JSON.stringify(batch.checkpoint ?? null) !== JSON.stringify(from ?? null);
       if (moved) {
-        await this.commit(prepareBatch(this.deps.ctx, this.row, []), batch.checkpoint, 0);
+        await this.commit([], batch.checkpoint, 0);
         this.position = batch.checkpoint;
       }
       await this.progressed();
@@ -342,20 +342,19 @@ export class PipelineFlow {
       return true;
     }
     const span = this.startBatchSpan(this.row, batch.records.length, readStarted);
-    let prepared: PreparedBatch;
+    let results: ItemResult[];
     let row: PipelineRow;
     try {
-      const results = await this.process(batch, spanContext(span));
+      results = await this.process(batch, spanContext(span));
       // The settings the batch was written with: a held batch may have picked up newer ones.
       row = this.row;
-      prepared = prepareBatch(this.deps.ctx, row, results);
     } catch (error) {
       endBatchSpan(span, undefined, error);
       throw error;
     }
     const previous = this.pending;
     // This commit starts only after the previous one succeeded, and not at all if it failed.
-    const commit = this.commit(prepared, batch.checkpoint, batch.records.length, row, this.back, previous, span);
+    const commit = this.commit(results, batch.checkpoint, batch.records.length, row, this.back, previous, span);
     // Awaited by the next step or by flush(); until then its failure stops the batch being prepared.
     commit.then(
       () => this.settledCommits.add(commit),
@@ -455,7 +454,7 @@ export class PipelineFlow {
         try {
           const results = await this.process(batch, spanContext(span));
           // The settings the batch was written with: a held batch may have picked up newer ones.
-          return { row: this.row, span, batch: prepareBatch(this.deps.ctx, this.row, results) };
+          return { row: this.row, span, results };
         } catch (error) {
           endBatchSpan(span, undefined, error);
           throw error;
@@ -466,7 +465,7 @@ export class PipelineFlow {
       prepared.catch(() => undefined);
       // This commit starts only after the previous one succeeded, and not at all if it failed.
       const previous = this.pending;
-      const commit = prepared.then((p) => this.commit(p.batch, batch.checkpoint, batch.records.length, p.row, this.back, previous, p.span));
+      const commit = prepared.then((p) => this.commit(p.results, batch.checkpoint, batch.records.length, p.row, this.back, previous, p.span));
       this.pending = commit;
       commit.catch((error: unknown) => {
         this.commitFailed = error instanceof Stop || error instanceof FlowError ? error : new Stop('commit failed');
@@ -575,55 +574,33 @@ export class PipelineFlow {
   /**
    * Commits a batch once `previous` (the commit of the batch before it) succeeded, and fails with
    * it if it did not; resolves after `previous`, so the flow's position moves batch after batch.
-   * A batch for the SQLite writer thread that follows another is sent to the thread at once, on
-   * this flow's chain (see `WriterOrder`): the thread runs it right after the one before,
-   * without waiting for the event loop to hear of that one.
+   * The batch takes its place in the order now, in batch order; storage may start its commit
+   * before `previous` is done, and runs it right after (see `BatchCommits`).
    */
-  private async commit(batch: PreparedBatch, checkpoint: Checkpoint, read: number, row: PipelineRow = this.row, lane: Lane = this.fore, previous?: Promise<unknown>, span?: Span): Promise<void> {
-    const counts = countResults(read, batch.results);
+  private async commit(results: readonly ItemResult[], checkpoint: Checkpoint, read: number, row: PipelineRow = this.row, lane: Lane = this.fore, previous?: Promise<unknown>, span?: Span): Promise<void> {
+    const counts = countResults(read, results);
+    // The commit before failed: that failure is this batch's end, not one of its own to retry.
+    const after = previous?.then(
+      () => undefined,
+      () => {
+        throw new Stop('the commit before failed');
+      },
+    );
+    after?.catch(() => undefined);
+    const commitBatch = this.commits.queue(after);
     try {
-      const order = this.writerOrder(batch, previous);
-      // Sent ahead only behind a batch on the same chain; anything else waits for the one before.
-      const ahead = order !== undefined && order.seq > 0;
-      if (previous && !ahead) await previous;
-      const write = () => commitBatch(this.deps.ctx, { pipeline: row, runId: this.spec.runId(), fence: this.spec.fence, batch, checkpoint, counts, order });
+      const write = () => commitBatch({ pipeline: row, runId: this.spec.runId(), fence: this.spec.fence, results, checkpoint, counts });
       await (span ? inSpan('ferry.pipeline.commit', {}, spanContext(span), () => this.retrying('storage', write, lane), flowFailure) : this.retrying('storage', write, lane));
       if (previous) await previous;
       this.checkpoint = checkpoint;
       await this.progressed(lane);
     } catch (error) {
-      if (span) endBatchSpan(span, counts, error);
-      throw error;
+      // When the commit before failed, its failure is the one this batch ends with.
+      const reason = previous ? await previous.then(() => error, (before: unknown) => before) : error;
+      if (span) endBatchSpan(span, counts, reason);
+      throw reason;
     }
     if (span) endBatchSpan(span, counts);
-  }
-
-  /**
-   * The place of a batch's commit on this flow's writer-thread chain; undefined when it commits
-   * on the engine's connection. Decided when the commit is asked for, in batch order: a batch
-   * after one that did not go to the thread starts a new chain, once that one is done.
-   */
-  private writerOrder(batch: PreparedBatch, previous: Promise<unknown> | undefined): WriterOrder | undefined {
-    const writer = this.deps.ctx.storage.writer;
-    const onThread = writer !== undefined && batch.logStep !== undefined;
-    const follows = onThread && previous !== undefined && this.commitChain.onThread;
-    this.commitChain.onThread = onThread;
-    if (!onThread) return undefined;
-    if (follows) {
-      // Refused by the thread until the one before committed; fails (and is never run) if that one fails.
-      const after = previous!.then(
-        () => undefined,
-        () => {
-          throw new Stop('the commit before failed');
-        },
-      );
-      after.catch(() => undefined);
-      return { chain: this.commitChain.id, seq: this.commitChain.next++, after };
-    }
-    writer.endChain(this.commitChain.id);
-    this.commitChain.id = newChainId(this.spec.pipelineId);
-    this.commitChain.next = 1;
-    return { chain: this.commitChain.id, seq: 0, after: Promise.resolve() };
   }
 
   /**
@@ -723,7 +700,6 @@ interface Lane {
   failures: number;
 }
 
-/** A chain id no other flow has. */
 /** What a span of the flow records of a failure: the flow's own code and scrubbed message, never a plugin's raw error. */
 function flowFailure(error: unknown): SpanFailure {
   if (error instanceof FlowError) return { code: error.code, message: error.message };
@@ -738,10 +714,6 @@ function endBatchSpan(span: Span, counts: BatchCounts | undefined, error?: unkno
   }
   if (error !== undefined) failSpan(span, flowFailure(error));
   span.end();
-}
-
-function newChainId(pipelineId: string): string {
-  return `${pipelineId}:${randomUUID()}`;
 }
 
 function storageFlowError(error: unknown): FlowError {

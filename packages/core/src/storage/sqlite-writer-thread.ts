@@ -94,8 +94,9 @@ function prepared(sql) {
 function run(message) {
   const chain = message.chain;
   if (chain !== undefined) {
-    const expected = chains.get(chain);
-    if (expected !== undefined && expected !== message.seq) return { id: message.id, outOfOrder: true };
+    // A chain the thread has not seen starts at 0: its first transaction may be sent after the second.
+    const expected = chains.has(chain) ? chains.get(chain) : 0;
+    if (expected !== message.seq) return { id: message.id, outOfOrder: true };
     chains.set(chain, message.seq);
   }
   db.exec('BEGIN IMMEDIATE');

@@ -326,24 +326,25 @@ export class EventsRepo {
 }
 
 /**
- * New outcomes of a batch's events (delivered or filtered: no error, no dead letter) as a step of
- * a SQLite writer-thread transaction. What every row shares (workspace, pipeline, times, and
- * status and attempts when all rows have the same) is written into the statement as literals,
- * so the thread binds only what varies: binding the shared eight again for each row cost SQLite
- * a fifth of the insert. The statement is prepared once per batch (its times differ). The rows
- * are inserted as new: an id written before (a batch read again after a crash) fails the
- * transaction with a unique violation, and the caller commits it again with
- * {@link asEventUpsert}. A plain insert costs SQLite about a tenth less than the upsert.
+ * A batch's event-log rows as a step of a SQLite writer-thread transaction. What every row shares
+ * (workspace, pipeline, times, and status and attempts when all rows have the same) is written
+ * into the statement as literals, so the thread binds only what varies: binding the shared eight
+ * again for each row cost SQLite a fifth of the insert. A batch with dead letters binds their
+ * error and time too. The statement is prepared once per batch (its times differ). The rows are
+ * inserted as new: an id written before (a batch read again after a crash) fails the transaction
+ * with a unique violation, and the caller commits it again with {@link asEventUpsert}. A plain
+ * insert costs SQLite about a tenth less than the upsert.
  */
 export function eventOutcomesStep(
   shared: { workspace_id: string; pipeline_id: string; now: string },
-  rows: readonly Pick<EventRow, 'id' | 'type' | 'occurred_at' | 'payload' | 'status' | 'attempts'>[],
+  rows: readonly (Pick<EventRow, 'id' | 'type' | 'occurred_at' | 'payload' | 'status' | 'attempts'> & Partial<Pick<EventRow, 'error' | 'dead_lettered_at'>>)[],
   options: { canonicalTimes?: boolean } = {},
 ): WriterStep {
   const time = storedTime(options.canonicalTimes);
   const first = rows[0];
-  const uniform = first !== undefined && rows.every((r) => r.status === first.status && r.attempts === first.attempts);
-  const varying = uniform ? OUTCOME_VARYING : OUTCOME_VARYING_ALL;
+  const failed = rows.some((r) => r.error);
+  const uniform = !failed && first !== undefined && rows.every((r) => r.status === first.status && r.attempts === first.attempts);
+  const varying = failed ? OUTCOME_VARYING_FAILED : uniform ? OUTCOME_VARYING : OUTCOME_VARYING_ALL;
   const values: SqlValue[] = new Array(rows.length * varying.length);
   let at = 0;
   for (const r of rows) {
@@ -354,6 +355,9 @@ export function eventOutcomesStep(
     if (uniform) continue;
     values[at++] = r.status;
     values[at++] = r.attempts;
+    if (!failed) continue;
+    values[at++] = r.error ? toJson(r.error) : null;
+    values[at++] = r.dead_lettered_at ?? null;
   }
   // In EVENT_COLUMNS order: the varying ones are filled in row by row.
   const template: SqlValue[] = [null, shared.workspace_id, shared.pipeline_id, null, null, null, uniform ? first.status : null, uniform ? first.attempts : null, null, null, shared.now, shared.now];
@@ -371,6 +375,18 @@ export function asEventUpsert(step: WriterStep): WriterStep {
 /** The positions in EVENT_COLUMNS of what {@link eventOutcomesStep} sends for each row. */
 const OUTCOME_VARYING = ['id', 'type', 'occurred_at', 'payload'].map((c) => EVENT_COLUMNS.indexOf(c));
 const OUTCOME_VARYING_ALL = [...OUTCOME_VARYING, ...['status', 'attempts'].map((c) => EVENT_COLUMNS.indexOf(c))];
+const OUTCOME_VARYING_FAILED = [...OUTCOME_VARYING_ALL, ...['error', 'dead_lettered_at'].map((c) => EVENT_COLUMNS.indexOf(c))];
+
+const DEAD_LETTER_COLUMNS = ['event_id', 'workspace_id', 'pipeline_id', 'stage', 'record', 'replay_requested_at', 'created_at'];
+const PUT_DEAD_LETTER_SQLITE = `INSERT INTO dead_letters (${DEAD_LETTER_COLUMNS.join(', ')}) VALUES (${DEAD_LETTER_COLUMNS.map(() => '?').join(', ')})
+  ON CONFLICT (event_id) DO UPDATE SET stage = excluded.stage, record = excluded.record, replay_requested_at = excluded.replay_requested_at, created_at = excluded.created_at`;
+
+/** {@link EventsRepo.putDeadLetter} for each of `letters`, as one step of a SQLite writer-thread transaction. */
+export function deadLettersStep(letters: readonly DeadLetterRow[]): WriterStep {
+  const values: SqlValue[] = [];
+  for (const l of letters) values.push(l.event_id, l.workspace_id, l.pipeline_id, l.stage, toJson(l.record), l.replay_requested_at, l.created_at);
+  return { sql: PUT_DEAD_LETTER_SQLITE, rows: letters.length, shared: DEAD_LETTER_COLUMNS.map(() => null), varying: DEAD_LETTER_COLUMNS.map((_, i) => i), values };
+}
 
 /**
  * How `occurred_at` is spelled for storage. The runtime hands over times it already spelled

@@ -2,6 +2,7 @@ import { affected, fromJson, INSERT_CHUNK, toInt, toJson, type Db } from '../sql
 import type { StorageDialect } from '../dialect.js';
 import type { PlatformEvent, PlatformEventType } from '../../common/index.js';
 import type { JsonObject } from '../../plugin-api/index.js';
+import type { SqlValue, WriterStep } from '../sqlite-writer-thread.js';
 
 /** Row of `platform_events`, with its sequence number. */
 export interface OutboxRow extends PlatformEvent {
@@ -82,4 +83,14 @@ export class OutboxRepo {
   async listForWorkspace(workspaceId: string): Promise<OutboxRow[]> {
     return ((await this.db('platform_events').where({ workspace_id: workspaceId }).orderBy('seq')) as Record<string, unknown>[]).map(map);
   }
+}
+
+const APPEND_COLUMNS = ['id', 'workspace_id', 'type', 'data', 'occurred_at'];
+const APPEND_SQLITE = `INSERT INTO platform_events (${APPEND_COLUMNS.join(', ')}) VALUES (${APPEND_COLUMNS.map(() => '?').join(', ')})`;
+
+/** {@link OutboxRepo.appendMany} as a step of a SQLite writer-thread transaction: sequence numbers follow the order given. */
+export function outboxStep(events: readonly PlatformEvent[]): WriterStep {
+  const values: SqlValue[] = [];
+  for (const e of events) values.push(e.id, e.workspace_id, e.type, toJson(e.data), e.occurred_at);
+  return { sql: APPEND_SQLITE, rows: events.length, shared: APPEND_COLUMNS.map(() => null), varying: APPEND_COLUMNS.map((_, i) => i), values };
 }

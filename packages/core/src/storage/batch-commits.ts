@@ -1,0 +1,160 @@
+import { randomUUID } from 'node:crypto';
+import { FerryError, type PlatformEvent } from '../common/index.js';
+import type { Checkpoint } from '../plugin-api/index.js';
+import type { Fence } from './leases.js';
+import { fencedCheckpointStep } from './repositories/checkpoints-repo.js';
+import { asEventUpsert, deadLettersStep, eventOutcomesStep, type DeadLetterRow, type EventRow } from './repositories/events-repo.js';
+import { outboxStep } from './repositories/outbox-repo.js';
+import { pipelineMinuteStep, type MinuteCounts, type PipelineMinuteRow } from './repositories/pipeline-minutes-repo.js';
+import { runCountsStep } from './repositories/runs-repo.js';
+import { isUniqueViolation } from './sql-helpers.js';
+import type { SqliteWriterThread, WriterOrder, WriterStep } from './sqlite-writer-thread.js';
+import type { Repositories } from './repositories.js';
+
+/** What one batch of a pipeline commits, all of it in one transaction. */
+export interface BatchCommit {
+  workspaceId: string;
+  pipelineId: string;
+  /** The run whose counters the batch adds to; null for a batch outside any run. */
+  runId: string | null;
+  /**
+   * The lease that makes this engine the pipeline's only consumer. Checked with the checkpoint's
+   * write: an engine that lost its lease while paused (a GC pause, a partition) must not move a
+   * checkpoint another engine now owns.
+   */
+  fence: Fence;
+  /** The batch's events and what became of them, their times spelled canonically. */
+  events: readonly EventRow[];
+  /** The dead letters among them, kept to be replayed from the stage that failed. */
+  deadLetters: readonly DeadLetterRow[];
+  /** The platform events the batch causes (`event.dead_lettered`), for the outbox. */
+  notices: readonly PlatformEvent[];
+  /** The source position after the batch. */
+  checkpoint: Checkpoint;
+  /** What the batch adds to its run's counters. */
+  counts: MinuteCounts;
+  /** What it adds to its pipeline's row of the commit minute; absent when it counts nothing. */
+  minute?: PipelineMinuteRow;
+  /** The commit's time, ISO 8601. */
+  now: string;
+}
+
+/** What batch commits need of the storage: its writer thread, if any, and its transactions. */
+export interface BatchStorage {
+  readonly writer: SqliteWriterThread | undefined;
+  transaction<T>(fn: (repos: Repositories) => Promise<T>): Promise<T>;
+}
+
+/** Commits one batch in the place it took; called again to try again after a failure. */
+export type QueuedCommit = (batch: BatchCommit) => Promise<void>;
+
+/**
+ * One pipeline's batch commits, in the order their places were taken: batch N + 1 commits only
+ * after batch N did, and not at all when N failed. How is storage's business:
+ *
+ * - SQLite on a file commits on its writer thread (`SqliteWriterThread`), off the event loop. A
+ *   batch whose place follows another's is sent to the thread at once: the thread runs it right
+ *   after the one before, without waiting for the engine to hear of that one (see `WriterOrder`).
+ * - Elsewhere (Postgres, SQLite in memory) a batch waits for the one before, then commits in a
+ *   transaction on the engine's connection.
+ *
+ * Either way the event-log rows are first written as new ones (the cheapest way, see `fresh` in
+ * `EventsRepo.upsertMany`); a batch of which some were written before (read again after a
+ * crash) fails that transaction with a unique violation and is committed again as an upsert.
+ * A commit refused by its fence is `lease_lost`, and nothing of it is written.
+ */
+export class BatchCommits {
+  /** The writer thread's chain of this pipeline's commits. */
+  private chain: string;
+  private next = 0;
+
+  constructor(
+    private readonly storage: BatchStorage,
+    private readonly pipelineId: string,
+  ) {
+    this.chain = newChain(pipelineId);
+  }
+
+  /**
+   * Takes the next place in the order. `after` is the commit of the batch before (undefined for
+   * the first, or when the one before is known to be done): this batch commits once it succeeded,
+   * and fails with its error, writing nothing, if it did not. Places are taken in batch order;
+   * the commit itself may be called later, and again after a failure.
+   */
+  queue(after: Promise<unknown> | undefined): QueuedCommit {
+    const writer = this.storage.writer;
+    if (!writer) {
+      return async (batch) => {
+        await after;
+        await this.commitInTransaction(batch);
+      };
+    }
+    let order: WriterOrder;
+    if (after === undefined) {
+      // Nothing to follow: a new chain, whose first transaction the thread runs whenever it comes.
+      writer.endChain(this.chain);
+      this.chain = newChain(this.pipelineId);
+      this.next = 1;
+      order = { chain: this.chain, seq: 0, after: Promise.resolve() };
+    } else {
+      // Refused by the thread until the one before committed; fails (and is never run) if that one fails.
+      const settled = after.then(() => undefined);
+      settled.catch(() => undefined);
+      order = { chain: this.chain, seq: this.next++, after: settled };
+    }
+    return (batch) => this.commitOnThread(writer, batch, order);
+  }
+
+  /** Forgets this pipeline's chain (its flow ended): the writer thread keeps one number per chain until then. */
+  close(): void {
+    this.storage.writer?.endChain(this.chain);
+  }
+
+  private async commitOnThread(writer: SqliteWriterThread, batch: BatchCommit, order: WriterOrder): Promise<void> {
+    const events = eventOutcomesStep({ workspace_id: batch.workspaceId, pipeline_id: batch.pipelineId, now: batch.now }, batch.events, { canonicalTimes: true });
+    const rest: WriterStep[] = [];
+    if (batch.deadLetters.length > 0) rest.push(deadLettersStep(batch.deadLetters));
+    // The fence is checked with the checkpoint's write: whatever was written before it rolls back
+    // with the transaction when the lease is gone.
+    rest.push(fencedCheckpointStep(batch.pipelineId, batch.checkpoint, batch.runId, batch.now, batch.fence));
+    if (batch.runId) rest.push(runCountsStep(batch.runId, batch.counts));
+    if (batch.minute) rest.push(pipelineMinuteStep(batch.minute));
+    // Written last, still inside the transaction: they commit or roll back with their cause.
+    if (batch.notices.length > 0) rest.push(outboxStep(batch.notices));
+    let outcome;
+    try {
+      outcome = await writer.transaction([events, ...rest], order);
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      outcome = await writer.transaction([asEventUpsert(events), ...rest], order);
+    }
+    if (!outcome.committed) throw leaseLost(batch.fence);
+  }
+
+  private async commitInTransaction(batch: BatchCommit): Promise<void> {
+    const attempt = (fresh: boolean) =>
+      this.storage.transaction(async (repos) => {
+        await repos.events.upsertMany(batch.events, { canonicalTimes: true, fresh });
+        for (const letter of batch.deadLetters) await repos.events.putDeadLetter(letter);
+        if (!(await repos.checkpoints.putFenced(batch.pipelineId, batch.checkpoint, batch.runId, batch.now, batch.fence))) throw leaseLost(batch.fence);
+        if (batch.runId) await repos.runs.addCounts(batch.runId, batch.counts);
+        if (batch.minute) await repos.pipelineMinutes.add(batch.minute);
+        await repos.outbox.appendMany(batch.notices);
+      });
+    try {
+      await attempt(true);
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      await attempt(false);
+    }
+  }
+}
+
+function leaseLost(fence: Fence): FerryError {
+  return new FerryError('lease_lost', `The lease ${fence.name} was taken over; the batch is not committed.`);
+}
+
+/** A chain id no other flow has. */
+function newChain(pipelineId: string): string {
+  return `${pipelineId}:${randomUUID()}`;
+}
