@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
-import type { EventStatus, JsonObject } from '@ferry/core';
+import type { EventRecord, JsonObject } from '@ferry/core';
 import { engineContext, IdGenerator, type DeliveryRow, type EventRow } from '@ferry/core/internal';
 import { PROBLEM_JSON, type TestApi, type TestResponse } from './harness.js';
 
@@ -117,7 +117,7 @@ const newId = (api: TestApi, kind: 'event' | 'delivery'): string => {
 export async function insertEvents(
   api: TestApi,
   pipelineId: string,
-  events: Array<{ type?: string; occurred_at: string; status?: EventStatus; payload?: JsonObject; workspace?: string }>,
+  events: Array<{ type?: string; occurred_at: string; status?: EventRecord['status']; payload?: JsonObject; workspace?: string }>,
 ): Promise<EventRow[]> {
   const now = new Date(api.clock.now()).toISOString();
   const rows: EventRow[] = events.map((e) => {

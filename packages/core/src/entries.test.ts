@@ -7,9 +7,11 @@ import { describe, expect, it } from 'vitest';
  * promise to embedders and plugin authors; the budget keeps it to what they need. A name that
  * only Ferry's own packages use belongs in `@ferry/core/internal`.
  */
-// 95: a type that appears in a public signature (what `check` returns, what a clock's timer is)
-// must be nameable from the public entry, or plugin authors spell it as ReturnType<...>.
-const BUDGET = { public: 95, internal: 140 };
+// A type that appears in a public signature (what `check` returns, what a clock's timer is) must
+// be nameable from the public entry, or plugin authors spell it as ReturnType<...>. A record's
+// enumerations are nameable through the record (`Pipeline['state']`, `Delivery['status']`, as
+// `Connector['health']`), so they take no name of their own.
+const BUDGET = { public: 90, internal: 140 };
 
 function exportsOf(...files: string[]): string[][] {
   const paths = files.map((f) => fileURLToPath(new URL(f, import.meta.url)));

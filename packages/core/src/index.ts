@@ -20,7 +20,8 @@ export { silentLogger, type Logger } from './common/index.js';
 // Errors every service throws.
 export { FerryError, isFerryError, type ErrorCode, type FieldError } from './common/index.js';
 
-// The typed services (`engine.connectors`, ...) and the records they take and return.
+// The typed services (`engine.connectors`, ...) and the records they take and return. A record's
+// enumerations are named through it: `Pipeline['state']`, `Run['status']`, `Delivery['status']`.
 export type { ConnectorsService } from './connectors/index.js';
 export type { PipelinesService } from './pipelines/index.js';
 export type { EventsService } from './events/index.js';
@@ -32,14 +33,11 @@ export {
   type Connector,
   type CreateConnectorInput,
   type UpdateConnectorInput,
-  type PipelineState,
   type TransformStep,
-  type RunStatus,
   type Run,
   type Pipeline,
   type CreatePipelineInput,
   type UpdatePipelineInput,
-  type EventStatus,
   type EventRecord,
   type ListEventsParams,
   type WebhookSubscription,
@@ -47,7 +45,6 @@ export {
   type CreateWebhookInput,
   type UpdateWebhookInput,
   type RotateWebhookSecretInput,
-  type DeliveryStatus,
   type Delivery,
   type DeliveryAttempt,
   type DeliveryWithAttempts,

@@ -1,4 +1,4 @@
-import type { CreateWebhookInput, DeliveryStatus, RotateWebhookSecretInput, UpdateWebhookInput } from '@ferry/core';
+import type { CreateWebhookInput, Delivery, RotateWebhookSecretInput, UpdateWebhookInput } from '@ferry/core';
 import { ENUMERATIONS, inputSchemas } from '@ferry/core/internal';
 import type { Static } from '@sinclair/typebox';
 import { PAGE_QUERY } from '../query.js';
@@ -116,7 +116,7 @@ export const webhookRoutes: RouteDefinition[] = [
     responses: { 200: { description: 'A page of deliveries.', schema: 'Page:Delivery' } },
     errors: [404],
     handle: async ({ engine, workspaceId, params, query }) =>
-      ok(await engine.webhooks.listDeliveries(workspaceId, params.id!, query as { status?: DeliveryStatus; since?: string })),
+      ok(await engine.webhooks.listDeliveries(workspaceId, params.id!, query as { status?: Delivery['status']; since?: string })),
   },
   {
     method: 'GET',
