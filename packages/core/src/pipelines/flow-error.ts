@@ -1,6 +1,21 @@
 import { isStorageUnavailable } from '../storage/index.js';
 import { ConnectorError } from '../plugin-api/index.js';
 
+/** Why a flow ended without an error. */
+export type FlowEnd =
+  /** The source had nothing more (runs of scheduled pipelines). */
+  | 'caught_up'
+  /** The pipeline is no longer active (paused, deleting, gone). */
+  | 'inactive'
+  /** The owner asked it to stop (engine shutdown, lease lost). */
+  | 'stopped';
+
+/**
+ * Ends what a flow is doing without a failure: a stop, a pause, a lost lease, the source caught
+ * up. Never counted or retried.
+ */
+export class FlowStop extends Error {}
+
 /** Where a failure that holds the whole flow happened. */
 export type FlowStage = 'source' | 'destination' | 'storage' | 'internal';
 

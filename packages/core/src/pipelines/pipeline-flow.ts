@@ -1,25 +1,22 @@
 import { performance } from 'node:perf_hooks';
-import { failSpan, inSpan, sleep, isFerryError, spanContext, startSpan, type Span, type SpanFailure, type TraceContext } from '../common/index.js';
+import { inSpan, sleep, isFerryError, spanContext, type Span, type TraceContext } from '../common/index.js';
 import type { EngineContext } from '../context/index.js';
 import type { Checkpoint, PullSource, PushSource, SourceBatch } from '../plugin-api/index.js';
 import type { Fence, PipelineRow } from '../storage/index.js';
 import { backoffDelay, MAX_BACKOFF_ATTEMPT } from '../queue/index.js';
-import { BatchCommitter, countResults, type BatchCounts } from './batch-commit.js';
+import { BatchCommitter, countResults } from './batch-commit.js';
 import { processItems, type ItemResult } from './event-processor.js';
 import { toWorkItems } from './source-records.js';
-import { FlowError, toFlowError } from './flow-error.js';
+import { FlowError, FlowStop, toFlowError, type FlowEnd } from './flow-error.js';
+import { FairYield } from './fair-yield.js';
+import { consumePushSource } from './push-consumption.js';
+import { ReadAhead } from './read-ahead.js';
+import { endBatchSpan, flowFailure, startBatchSpan } from './batch-span.js';
 import { compileSteps, connectorVersion, HealthReporter, openConnections, type PipelineConnections, type PipelineSide } from './pipeline-connections.js';
 import type { TransformChain } from './transform-chain.js';
 import type { RuntimeOptions } from './runtime-options.js';
 
-/** Why a flow ended without an error. */
-export type FlowEnd =
-  /** The source had nothing more (runs of scheduled pipelines). */
-  | 'caught_up'
-  /** The pipeline is no longer active (paused, deleting, gone). */
-  | 'inactive'
-  /** The owner asked it to stop (engine shutdown, lease lost). */
-  | 'stopped';
+export type { FlowEnd } from './flow-error.js';
 
 /** How a flow runs and whom it tells. */
 export interface FlowSpec {
@@ -46,7 +43,21 @@ export interface FlowDeps {
   options: RuntimeOptions;
 }
 
-class Stop extends Error {}
+/**
+ * What the flow knows of its connectors: `current`, opened as last read; `unchecked`, something
+ * may have changed (a poke, a failure): read them again before the next batch; `source_stale`,
+ * the source changed, or broke, while it was consumed: it is opened again once that consumption
+ * has ended (a push source's handler must not close the source it runs in).
+ */
+type ConnectorsState = 'current' | 'unchecked' | 'source_stale';
+
+/** A batch the destination took, not committed yet. */
+interface WrittenBatch {
+  /** The settings the batch was written with: a held batch may have picked up newer ones. */
+  row: PipelineRow;
+  span: Span;
+  results: ItemResult[];
+}
 
 /**
  * One pipeline's events moving under a lease this engine holds: source batches through the
@@ -68,14 +79,13 @@ export class PipelineFlow {
   private readonly stopper = new AbortController();
   /** Aborted only when the batch in flight must be given up (lease lost). */
   private readonly hard = new AbortController();
-  private dirty = true;
+  private connectors: ConnectorsState = 'unchecked';
   /** Aborted (and replaced) by {@link poke}: ends the current idle or backoff wait early. */
   private wake = new AbortController();
   /** Set while a push source is consumed: it has no wait to cut short, so a poke checks the state itself. */
   private onPoke: (() => void) | undefined;
   private stepsKey = '';
   private chain: TransformChain | undefined;
-  private reopenNeeded = false;
   private row!: PipelineRow;
   private conns: PipelineConnections | undefined;
   /** The last committed position. */
@@ -83,15 +93,13 @@ export class PipelineFlow {
   /** The position after the last batch the destination took (a pull source reads from here). */
   private position: Checkpoint | null = null;
   /** The read of the next batch, started while the current one is written (pull sources). */
-  private ahead: { reader: PullSource; from: string; max: number; promise: Promise<SourceBatch> } | undefined;
+  private readonly ahead = new ReadAhead();
   /** The commit of the last batch written, while it runs. */
   private pending: Promise<void> | undefined;
   /** Commits that have settled: whether a step's wait for the one before it was a wait at all. */
   private readonly settledCommits = new WeakSet<Promise<void>>();
-  /** Whether the last pull step waited for its previous batch's commit (see {@link pullOnce}). */
-  private waitedForCommit = false;
-  /** Whether the last pull step went on without yielding, having waited for a commit. */
-  private skippedYield = false;
+  /** When a pull step lets timers and I/O run. */
+  private readonly fairness = new FairYield();
   private health: HealthReporter;
   /**
    * Failures in a row, per lane: the batch being prepared (`fore`) and the commit running behind
@@ -123,7 +131,7 @@ export class PipelineFlow {
    * batch, and (with `wake`) cut short an idle or backoff wait so a pause or a fix takes effect now.
    */
   poke(wake = true): void {
-    this.dirty = true;
+    if (this.connectors === 'current') this.connectors = 'unchecked';
     if (!wake) return;
     this.onPoke?.();
     const waking = this.wake;
@@ -133,13 +141,13 @@ export class PipelineFlow {
 
   /** Asks the flow to stop after the batch in flight. */
   stop(): void {
-    this.stopper.abort(new Stop('stopped'));
+    this.stopper.abort(new FlowStop('stopped'));
   }
 
   /** Gives up the batch in flight too (the lease is gone: committing it would be refused anyway). */
   abort(): void {
     this.stop();
-    this.hard.abort(new Stop('lease lost'));
+    this.hard.abort(new FlowStop('lease lost'));
   }
 
   /**
@@ -158,7 +166,7 @@ export class PipelineFlow {
         end = 'read' in this.conns!.reader! ? await this.pullLoop() : await this.consumePush();
       }
     } catch (error) {
-      if (error instanceof Stop) end = this.end === 'inactive' ? 'inactive' : 'stopped';
+      if (error instanceof FlowStop) end = this.end === 'inactive' ? 'inactive' : 'stopped';
       else if (this.stopper.signal.aborted && !(error instanceof FlowError)) end = 'stopped';
       else {
         await this.close();
@@ -173,7 +181,7 @@ export class PipelineFlow {
   private async close(): Promise<void> {
     // A commit still running settles first: the run is ended (and counted) after its last batch.
     await this.pending?.catch(() => undefined);
-    await this.dropReadAhead();
+    await this.ahead.drop();
     const conns = this.conns;
     this.conns = undefined;
     await conns?.close();
@@ -185,16 +193,16 @@ export class PipelineFlow {
    * the next batch), and its connectors when something says they changed; opens again the side
    * whose connector did. False when the pipeline is no longer active or the flow was asked to
    * stop. With `reopen: false` (inside a push source's handler, which must not close the source
-   * it runs in) a changed source only sets {@link reopenNeeded}; a changed destination is
-   * opened again at once either way.
+   * it runs in) a changed source is only marked `source_stale`; a changed destination is opened
+   * again at once either way.
    */
   private async refresh(reopen = true): Promise<boolean> {
     if (this.stopper.signal.aborted) return false;
     const row = await this.retrying('storage', () => this.deps.ctx.storage.repos.pipelines.getAnyWorkspace(this.spec.pipelineId));
     if (!row || row.state !== 'active') return false;
     await this.retrying('storage', async () => this.adopt(row));
-    if (!this.dirty && this.conns) return !this.stopper.signal.aborted;
-    this.dirty = false;
+    if (this.connectors === 'current' && this.conns) return !this.stopper.signal.aborted;
+    this.connectors = 'current';
     await this.retrying('source', async () => {
       if (!this.conns) {
         this.conns = await openConnections(this.deps.ctx, row, { withSource: true, signal: this.hard.signal });
@@ -203,7 +211,7 @@ export class PipelineFlow {
       if (await this.changed('destination')) await this.conns.reopen('destination');
       if (await this.changed('source')) {
         if (reopen) await this.reopenSource();
-        else this.reopenNeeded = true;
+        else this.connectors = 'source_stale';
       }
     });
     this.health.observe(this.conns!.source);
@@ -230,7 +238,7 @@ export class PipelineFlow {
 
   /** Opens the source again; a read started ahead on the old one is dropped first. */
   private async reopenSource(): Promise<void> {
-    await this.dropReadAhead();
+    await this.ahead.drop();
     await this.conns!.reopen('source');
   }
 
@@ -247,24 +255,17 @@ export class PipelineFlow {
       const row = await this.deps.ctx.storage.repos.pipelines.getAnyWorkspace(this.spec.pipelineId);
       if (!row || row.state !== 'active') {
         this.end = 'inactive';
-        throw new Stop('inactive');
+        throw new FlowStop('inactive');
       }
       this.adopt(row);
       changed = await this.changed(side);
     } catch (error) {
-      throw error instanceof Stop || error instanceof FlowError ? error : storageFlowError(error);
+      throw error instanceof FlowStop || error instanceof FlowError ? error : storageFlowError(error);
     }
     if (!changed) return;
     if (side === 'source') await this.reopenSource();
     else await this.conns!.reopen('destination');
     this.health.observe(this.conns![side]);
-  }
-
-  /** Drops the read started ahead, if any, once it settled: nothing may read from a source being closed. */
-  private async dropReadAhead(): Promise<void> {
-    const ahead = this.ahead;
-    this.ahead = undefined;
-    await ahead?.promise.catch(() => undefined);
   }
 
   /** A pull source, read batch after batch until the flow ends. */
@@ -283,22 +284,7 @@ export class PipelineFlow {
    * engine prepares another batch. False when the flow ends (with {@link end} set).
    */
   private async pullOnce(): Promise<boolean> {
-    // Let timers and I/O run between batches. On SQLite every query settles at once, so a backlog
-    // would otherwise go from batch to batch in promise continuations alone, starving the lease's
-    // heartbeat (the lease expires, the stream restarts and sends a batch twice) and any HTTP
-    // server in the same process. A step that waited for its previous batch's commit (on the
-    // SQLite writer thread, on Postgres) let them run while it waited, so every other such step
-    // goes on at once. Measured with 40 API clients (bench/fairness, writer thread): a yield at
-    // every step left the pipeline 0.43 to 0.50 of its unloaded throughput, API p99 46 to 57 ms;
-    // none after a wait 0.73 to 0.77, p99 143 to 283 ms; every other one 0.48 to 0.63, p99 57 to
-    // 68 ms (the unloaded figure moves by a quarter between runs; loaded it rose by about 30 %).
-    if (this.waitedForCommit && !this.skippedYield) {
-      this.skippedYield = true;
-    } else {
-      this.skippedYield = false;
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
-    this.waitedForCommit = false;
+    await this.fairness.beforeStep();
     if (!(await this.refresh())) {
       // What the destination already took is committed before the flow ends: nothing is sent twice.
       await this.flush();
@@ -307,7 +293,7 @@ export class PipelineFlow {
     }
     const from = this.position;
     // The read started while the previous batch was being written, when it still fits.
-    let early = this.takeReadAhead(this.conns!.reader as PullSource, from);
+    let early = this.ahead.take(this.conns!.reader as PullSource, from, this.row.batch_size);
     const readStarted = performance.now();
     let attempt = 0;
     const batch = await this.retrying('source', async () => {
@@ -317,7 +303,7 @@ export class PipelineFlow {
       early = undefined; // a failed read-ahead counts as a failure; the retry reads afresh
       return read;
     });
-    if (batch.records.length > 0) this.readAhead(this.conns!.reader as PullSource, batch.checkpoint);
+    if (batch.records.length > 0) this.ahead.start(this.conns!.reader as PullSource, batch.checkpoint, this.row.batch_size, this.hard.signal);
     if (batch.records.length === 0) {
       await this.flush();
       // Caught up. A source may still move its position (past an empty object, say): keep it.
@@ -341,55 +327,16 @@ export class PipelineFlow {
       }
       return true;
     }
-    const span = this.startBatchSpan(this.row, batch.records.length, readStarted);
-    let results: ItemResult[];
-    let row: PipelineRow;
-    try {
-      results = await this.process(batch, spanContext(span));
-      // The settings the batch was written with: a held batch may have picked up newer ones.
-      row = this.row;
-    } catch (error) {
-      endBatchSpan(span, undefined, error);
-      throw error;
-    }
+    const written = await this.write(batch, readStarted);
     const previous = this.pending;
-    // This commit starts only after the previous one succeeded, and not at all if it failed.
-    const commit = this.commit(results, batch.checkpoint, batch.records.length, row, this.back, previous, span);
     // Awaited by the next step or by flush(); until then its failure stops the batch being prepared.
-    commit.then(
-      () => this.settledCommits.add(commit),
-      (error: unknown) => {
-        this.settledCommits.add(commit);
-        this.commitFailed = error instanceof Stop || error instanceof FlowError ? error : new Stop('commit failed');
-      },
-    );
-    this.pending = commit;
+    this.commitBehind(Promise.resolve(written), batch).catch(() => undefined);
     this.position = batch.checkpoint;
     if (previous) {
-      this.waitedForCommit = !this.settledCommits.has(previous);
+      if (!this.settledCommits.has(previous)) this.fairness.waitedForCommit();
       await previous;
     }
     return true;
-  }
-
-  /**
-   * Starts reading the batch after `from` while the batch just read goes through the steps and
-   * the destination, so the source's round trip is not on the path of every batch (measured
-   * with bench/postgres: the read was a third of the time per batch). One batch ahead at most.
-   */
-  private readAhead(reader: PullSource, from: Checkpoint): void {
-    const promise = reader.read(from, this.row.batch_size, this.hard.signal);
-    // Not awaited until the next step, which may never come (a pause, a stop): no unhandled rejection.
-    promise.catch(() => undefined);
-    this.ahead = { reader, from: JSON.stringify(from ?? null), max: this.row.batch_size, promise };
-  }
-
-  /** The read started ahead, if it was of the same source, from the same position, for the same size; it is handed out once. */
-  private takeReadAhead(reader: PullSource, from: Checkpoint | null): Promise<SourceBatch> | undefined {
-    const ahead = this.ahead;
-    this.ahead = undefined;
-    if (!ahead || ahead.reader !== reader || ahead.max !== this.row.batch_size || ahead.from !== JSON.stringify(from ?? null)) return undefined;
-    return ahead.promise;
   }
 
   /** Waits for the commit in flight, if any. */
@@ -403,139 +350,60 @@ export class PipelineFlow {
     }
   }
 
-  /**
-   * A push source, consumed until the flow ends. Batches go through the steps and the
-   * destination one at a time, in the order the source handed them over, and commit one at a
-   * time in that order: a source that hands over the next batch before the last one's handler
-   * resolved (see `PushSource`) has it written while the last one commits. A consumption is
-   * started again from the last checkpoint when the source breaks or its connectors change.
-   */
-  private async consumePush(): Promise<FlowEnd> {
-    const consuming = new AbortController();
-    const onStop = () => consuming.abort(new Stop('stopped'));
-    this.stopper.signal.addEventListener('abort', onStop, { once: true });
-    // An idle push source calls no handler: a pause or a deletion must still end the consumption.
-    this.onPoke = () => {
-      void this.deps.ctx.storage.repos.pipelines.getAnyWorkspace(this.spec.pipelineId).then(
-        (row) => {
-          if (row && row.state === 'active') return;
-          if (this.end !== 'caught_up') this.end = 'inactive';
-          consuming.abort(new Stop('inactive'));
-        },
-        () => undefined,
-      );
-    };
-    // A run of a scheduled pipeline ends once the source has been quiet for a flush interval.
-    let idle: { cancel(): void } | undefined;
-    const armIdle = () => {
-      idle?.cancel();
-      if (this.spec.mode !== 'until_caught_up') return;
-      idle = this.deps.ctx.clock.setTimeout(() => {
-        this.end = 'caught_up';
-        consuming.abort(new Stop('caught up'));
-      }, this.row.flush_interval_ms);
-    };
-    /** Aborted to end one consumption and start the next (the connectors changed). */
-    let restart = new AbortController();
-    /** The last batch handed over, up to its destination's acknowledgement: the next one waits for it. */
-    let written: Promise<unknown> = Promise.resolve();
-    /** Batches handed over and not committed yet: the idle timer runs only when there is none. */
-    let inFlight = 0;
-    const handler = (batch: SourceBatch): Promise<void> => {
-      idle?.cancel();
-      inFlight++;
-      const prepared = written.then(async () => {
-        if (!(await this.refresh(false))) {
-          this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
-          consuming.abort(new Stop('inactive'));
-          throw new Stop('inactive');
-        }
-        const span = this.startBatchSpan(this.row, batch.records.length);
-        try {
-          const results = await this.process(batch, spanContext(span));
-          // The settings the batch was written with: a held batch may have picked up newer ones.
-          return { row: this.row, span, results };
-        } catch (error) {
-          endBatchSpan(span, undefined, error);
-          throw error;
-        }
-      });
-      // A batch that did not reach the destination stops the ones handed over after it.
-      written = prepared;
-      prepared.catch(() => undefined);
-      // This commit starts only after the previous one succeeded, and not at all if it failed.
-      const previous = this.pending;
-      const commit = prepared.then((p) => this.commit(p.results, batch.checkpoint, batch.records.length, p.row, this.back, previous, p.span));
-      this.pending = commit;
-      commit.catch((error: unknown) => {
-        this.commitFailed = error instanceof Stop || error instanceof FlowError ? error : new Stop('commit failed');
-      });
-      return commit.then(
-        () => {
-          inFlight--;
-          // The connectors changed: end this consumption after the committed batch and start again with them.
-          if (this.reopenNeeded) restart.abort(new Stop('reopen'));
-          if (inFlight === 0) armIdle();
-        },
-        (error: unknown) => {
-          inFlight--;
-          throw error;
-        },
-      );
-    };
+  /** A push source, consumed until the flow ends (see `consumePushSource`). */
+  private consumePush(): Promise<FlowEnd> {
+    return consumePushSource<WrittenBatch>({
+      flow: this,
+      mode: this.spec.mode,
+      clock: this.deps.ctx.clock,
+      stopSignal: this.stopper.signal,
+      wakeSignal: () => this.wake.signal,
+      flushIntervalMs: () => this.row.flush_interval_ms,
+      checkpoint: () => this.checkpoint,
+      source: () => this.conns!.reader as PushSource,
+      onPoke: (fn) => (this.onPoke = fn),
+      isActive: async () => (await this.deps.ctx.storage.repos.pipelines.getAnyWorkspace(this.spec.pipelineId))?.state === 'active',
+      refresh: (reopen) => this.refresh(reopen),
+      sourceStale: () => this.connectors === 'source_stale',
+      write: (batch) => this.write(batch),
+      commitBehind: (written, batch) => this.commitBehind(written, batch),
+      pending: () => this.pending,
+      sourceBroke: async (error, woken) => {
+        await this.failure('source', error, this.fore, woken);
+        this.connectors = 'source_stale';
+      },
+    });
+  }
+
+  /** Takes a source batch through the steps and the destination under its span (see `startBatchSpan`); not committed yet. */
+  private async write(batch: SourceBatch, readStarted?: number): Promise<WrittenBatch> {
+    const span = startBatchSpan(this.row, this.spec.runId(), batch.records.length, readStarted);
     try {
-      for (;;) {
-        armIdle();
-        if (this.reopenNeeded) {
-          this.reopenNeeded = false;
-          this.dirty = true;
-          if (!(await this.refresh())) {
-            if (this.end !== 'caught_up') this.end = this.stopper.signal.aborted ? 'stopped' : 'inactive';
-            break;
-          }
-        }
-        // A consumption that ended with a batch still committing starts again after it.
-        await this.pending?.catch(() => undefined);
-        restart = new AbortController();
-        const reader = this.conns!.reader as PushSource;
-        const woken = this.wake.signal;
-        try {
-          await reader.consume(this.checkpoint, handler, AbortSignal.any([consuming.signal, restart.signal]));
-          if (consuming.signal.aborted || !restart.signal.aborted) break;
-        } catch (error) {
-          if (consuming.signal.aborted) break;
-          if (restart.signal.aborted) continue;
-          if (error instanceof Stop) break;
-          // The source itself broke (its connection dropped): count it and start it again from the
-          // checkpoint, opened again if its connector changed meanwhile (the fix may be that change).
-          await this.failure('source', error, this.fore, woken);
-          this.reopenNeeded = true;
-        }
-      }
-    } finally {
-      this.onPoke = undefined;
-      idle?.cancel();
-      this.stopper.signal.removeEventListener('abort', onStop);
+      const results = await this.process(batch, spanContext(span));
+      return { row: this.row, span, results };
+    } catch (error) {
+      endBatchSpan(span, undefined, error);
+      throw error;
     }
-    if (this.end !== 'caught_up' && this.end !== 'inactive') this.end = 'stopped';
-    return this.end;
   }
 
   /**
-   * The span of one batch, from its read (`readStarted`, `performance.now()` time; a pushed
-   * batch starts when handed over) to its commit, with a child span for the read. Made only for
-   * a batch with records: an idle pipeline polling its source leaves no trace.
+   * Commits a batch once it is written, behind the commit in flight: it commits only after that
+   * one succeeded, and not at all if it failed (see {@link commit}). It becomes the commit in
+   * flight; until it settles, its failure stops the batch being prepared after it.
    */
-  private startBatchSpan(row: PipelineRow, records: number, readStarted?: number): Span {
-    const attributes = {
-      'ferry.workspace.id': row.workspace_id,
-      'ferry.pipeline.id': row.id,
-      'ferry.run.id': this.spec.runId() ?? '',
-      'ferry.batch.records': records,
-    };
-    const span = startSpan('ferry.pipeline.batch', attributes, readStarted === undefined ? {} : { startTime: readStarted });
-    if (readStarted !== undefined) startSpan('ferry.pipeline.read', { 'ferry.batch.records': records }, { parent: spanContext(span), startTime: readStarted }).end();
-    return span;
+  private commitBehind(written: Promise<WrittenBatch>, batch: SourceBatch): Promise<void> {
+    const previous = this.pending;
+    const commit = written.then((w) => this.commit(w.results, batch.checkpoint, batch.records.length, w.row, this.back, previous, w.span));
+    this.pending = commit;
+    commit.then(
+      () => this.settledCommits.add(commit),
+      (error: unknown) => {
+        this.settledCommits.add(commit);
+        this.commitFailed = error instanceof FlowStop || error instanceof FlowError ? error : new FlowStop('commit failed');
+      },
+    );
+    return commit;
   }
 
   /** Takes one source batch through the steps and the destination (not committed yet); `trace` is the batch's span. */
@@ -583,7 +451,7 @@ export class PipelineFlow {
     const after = previous?.then(
       () => undefined,
       () => {
-        throw new Stop('the commit before failed');
+        throw new FlowStop('the commit before failed');
       },
     );
     after?.catch(() => undefined);
@@ -610,7 +478,7 @@ export class PipelineFlow {
    */
   private async retrying<T>(stage: 'source' | 'destination' | 'storage', fn: () => Promise<T>, lane: Lane = this.fore): Promise<T> {
     for (;;) {
-      if (this.hard.signal.aborted) throw new Stop('aborted');
+      if (this.hard.signal.aborted) throw new FlowStop('aborted');
       // The commit behind this batch failed for good: nothing prepared after it may be written or committed.
       if (lane === this.fore && this.commitFailed !== undefined) throw this.commitFailed;
       // A change made while this attempt runs may be the fix: it must cut the wait after a failure short.
@@ -620,12 +488,12 @@ export class PipelineFlow {
         await this.succeeded(stage);
         return value;
       } catch (error) {
-        if (error instanceof Stop) throw error;
+        if (error instanceof FlowStop) throw error;
         if (isFerryError(error, 'lease_lost')) {
           this.abort();
-          throw new Stop('lease lost');
+          throw new FlowStop('lease lost');
         }
-        if (this.hard.signal.aborted) throw new Stop('aborted');
+        if (this.hard.signal.aborted) throw new FlowStop('aborted');
         await this.failure(stage, error, lane, woken);
       }
     }
@@ -681,16 +549,16 @@ export class PipelineFlow {
     try {
       await sleep(this.deps.ctx.clock, delay, AbortSignal.any([this.stopper.signal, woken, this.wake.signal]));
     } catch {
-      if (this.stopper.signal.aborted) throw new Stop('stopped');
+      if (this.stopper.signal.aborted) throw new FlowStop('stopped');
     }
     // Whatever failed may be fixed by a change (a new config, a rotation): look again. A pipeline
     // paused meanwhile gives up the batch it holds: nothing of it was committed, so it is read
     // again, whole, when the pipeline is activated.
-    this.dirty = true;
+    if (this.connectors === 'current') this.connectors = 'unchecked';
     const row = await this.deps.ctx.storage.repos.pipelines.getAnyWorkspace(this.spec.pipelineId).catch(() => this.row);
     if (!row || row.state !== 'active') {
       this.end = 'inactive';
-      throw new Stop('inactive');
+      throw new FlowStop('inactive');
     }
   }
 }
@@ -698,22 +566,6 @@ export class PipelineFlow {
 /** One line of work's failures in a row. */
 interface Lane {
   failures: number;
-}
-
-/** What a span of the flow records of a failure: the flow's own code and scrubbed message, never a plugin's raw error. */
-function flowFailure(error: unknown): SpanFailure {
-  if (error instanceof FlowError) return { code: error.code, message: error.message };
-  if (error instanceof Stop) return { code: 'stopped', message: 'The flow stopped before the batch was committed.' };
-  return { code: 'unexpected_error', message: 'The batch failed.' };
-}
-
-/** Ends a batch's span with what became of its events, or with the failure that stopped it. */
-function endBatchSpan(span: Span, counts: BatchCounts | undefined, error?: unknown): void {
-  if (counts) {
-    span.setAttributes({ 'ferry.batch.delivered': counts.events_written, 'ferry.batch.filtered': counts.events_filtered, 'ferry.batch.dead_lettered': counts.events_dead_lettered });
-  }
-  if (error !== undefined) failSpan(span, flowFailure(error));
-  span.end();
 }
 
 function storageFlowError(error: unknown): FlowError {
