@@ -5,9 +5,10 @@
  * dependency-cruiser in `npm run lint`. Core's folders stand on ranks; a file may import its own
  * folder, or a folder on a lower rank, never one above it, and no chain of imports may come back
  * to where it started. Type-only imports count: a type that climbs couples the folders as much as
- * a value does. (Which packages may import which, and only through their public entries, is the
- * ESLint rule `ferry/package-boundaries`; reaching past a core folder's `index.ts` is
- * `ferry/core-folders`.)
+ * a value does. A folder is entered through its door, `index.ts`, which lists what it offers the
+ * rest of the engine; inside a folder (its subfolders included) files import each other freely.
+ * (Which packages may import which, and only through their public entries, is the ESLint rule
+ * `ferry/package-boundaries`: it also sees imports dependency-cruiser does not resolve.)
  *
  * Nothing breaks them, and there is no list of tolerated exceptions: when two files need each
  * other, what they share moves below both (as `webhooks/held-delivery.ts` did for the delivery
@@ -48,6 +49,20 @@ module.exports = {
       to: { circular: true },
     },
     ...ladder,
+    {
+      name: 'core-folder-doors',
+      comment: "A file imports another core folder only through that folder's index.ts.",
+      severity: 'error',
+      from: { path: `${CORE}([^/]+)/` },
+      to: { path: `${CORE}[^/]+/`, pathNot: [`${CORE}$1/`, `${CORE}[^/]+/index\\.ts$`] },
+    },
+    {
+      name: 'core-entry-doors',
+      comment: "The package's entries (src/index.ts, src/internal.ts) import core folders only through their index.ts.",
+      severity: 'error',
+      from: { path: `${CORE}[^/]+\\.ts$` },
+      to: { path: `${CORE}[^/]+/`, pathNot: `${CORE}[^/]+/index\\.ts$` },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

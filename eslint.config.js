@@ -12,7 +12,6 @@ export default tseslint.config(
     plugins: { ferry },
     rules: {
       'ferry/package-boundaries': 'error',
-      'ferry/core-folders': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       // The clock is injected: wall time and real timers belong to the clock implementation only.

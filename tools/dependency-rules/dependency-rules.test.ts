@@ -1,7 +1,8 @@
 /**
  * The dependency rules of `.dependency-cruiser.cjs` have teeth: dependency-cruiser run with them
- * over a small tree laid out like core's sources fails on a planted cycle and on an import that
- * climbs the ladder, and passes the same tree without them.
+ * over a small tree laid out like core's sources fails on a planted cycle, on an import that
+ * climbs the ladder and on one that reaches past a folder's index, and passes the same tree
+ * without them.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -56,5 +57,22 @@ describe('dependency rules', () => {
     const { status, output } = cruise({ ...clean, 'common/a.ts': "import { b } from './b.js';\nexport const a = () => b;\n", 'common/b.ts': "import type { a } from './a.js';\nexport const b = 1 as unknown as typeof a;\n" });
     expect(status).not.toBe(0);
     expect(output).toContain('no-circular');
+  });
+
+  it("fail an import that reaches past another folder's index.ts, from a folder or from an entry", () => {
+    const past = { ...clean, 'storage/rows.ts': 'export const row = 2;\n', 'pipelines/flow.ts': "import { row } from '../storage/rows.js';\nexport const flow = row;\n" };
+    const fromFolder = cruise(past);
+    expect(fromFolder.status).not.toBe(0);
+    expect(fromFolder.output).toContain('core-folder-doors');
+    const fromEntry = cruise({ ...clean, 'storage/rows.ts': 'export const row = 2;\n', 'internal.ts': "export { row } from './storage/rows.js';\n" });
+    expect(fromEntry.status).not.toBe(0);
+    expect(fromEntry.output).toContain('core-entry-doors');
+  });
+
+  it('let files of one folder, subfolders included, import each other freely', () => {
+    const inside = { ...clean, 'pipelines/steps/step.ts': "import { three } from '../index.js';\nexport const step = () => three;\n", 'pipelines/flow.ts': "import { step } from './steps/step.js';\nexport const flow = step;\n", 'index.ts': "export { three } from './pipelines/index.js';\n" };
+    const { status, output } = cruise(inside);
+    expect(output).toContain('no dependency violations');
+    expect(status).toBe(0);
   });
 });

@@ -19,7 +19,6 @@
  *   examples use what any user has: `@ferry/core`.
  */
 import path from 'node:path';
-import coreFolders from './core-folders.js';
 import { moduleSpecifiers } from './module-specifiers.js';
 
 const INTERNAL = '@ferry/core/internal';
@@ -135,4 +134,4 @@ const rule = {
   },
 };
 
-export default { rules: { 'package-boundaries': rule, 'core-folders': coreFolders } };
+export default { rules: { 'package-boundaries': rule } };
