@@ -527,8 +527,12 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       await eventually(h.clock, () => h.hub.sink('out').events.size >= 500, 1000);
       // The source is never ahead of the destination by more than the batch being written.
       expect(h.hub.stream('in').reads - h.hub.sink('out').writes).toBeLessThanOrEqual(1);
-      const paused = h.engine.pipelines.pause(WS, p.id);
+      // The pause answers once the batch in flight is written, which the slow sink does on the
+      // virtual clock: the clock moves until it has answered.
+      let answered = false;
+      const paused = h.engine.pipelines.pause(WS, p.id).then(() => (answered = true));
       await eventually(h.clock, async () => (await h.engine.pipelines.get(WS, p.id)).state === 'paused', 1000);
+      await eventually(h.clock, () => answered, 1000);
       await paused;
       const atPause = h.hub.sink('out').events.size;
       await h.clock.advance(HOUR);
@@ -549,8 +553,12 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       push(h, 1200);
       const p = await pipeline(h, { mode: 'push', pushAhead: true });
       await eventually(h.clock, () => h.hub.sink('out').events.size >= 500, 1000);
-      const paused = h.engine.pipelines.pause(WS, p.id);
+      // The pause answers once the batch in flight is written, which the slow sink does on the
+      // virtual clock: the clock moves until it has answered.
+      let answered = false;
+      const paused = h.engine.pipelines.pause(WS, p.id).then(() => (answered = true));
       await eventually(h.clock, async () => (await h.engine.pipelines.get(WS, p.id)).state === 'paused', 1000);
+      await eventually(h.clock, () => answered, 1000);
       await paused;
       await h.engine.pipelines.activate(WS, p.id);
       await eventually(h.clock, async () => (await engineContext(h.engine).storage.repos.checkpoints.get(p.id)) === 1200, 1000);
