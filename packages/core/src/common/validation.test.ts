@@ -101,6 +101,16 @@ describe('schemaErrors', () => {
     expect(schemaErrors(S, { type: 'map' })).toEqual([{ pointer: '/type', code: 'enum', detail: expect.any(String) }]);
   });
 
+  it("reports a nullable field's own error when given something else than null", () => {
+    const S = Type.Object({ days: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]), note: Type.Union([Type.String({ maxLength: 3 }), Type.Null()]) });
+    expect(schemaErrors(S, { days: 0, note: null })).toEqual([{ pointer: '/days', code: 'out_of_range', detail: expect.any(String) }]);
+    expect(schemaErrors(S, { days: 1.5, note: 'long' })).toEqual([
+      { pointer: '/days', code: 'type', detail: expect.any(String) },
+      { pointer: '/note', code: 'too_long', detail: expect.any(String) },
+    ]);
+    expect(schemaErrors(S, { days: null, note: null })).toEqual([]);
+  });
+
   it('keeps other unions generic', () => {
     const S = Type.Object({ v: Type.Union([Type.String(), Type.Number()]) });
     expect(schemaErrors(S, { v: true })).toEqual([{ pointer: '/v', code: 'invalid', detail: expect.any(String) }]);

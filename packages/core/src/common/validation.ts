@@ -66,6 +66,14 @@ function enumMembers(schema: TSchema): TSchema[] | undefined {
   return members.every((m) => m[Kind] === 'Literal' || m[Kind] === 'Null') ? members : undefined;
 }
 
+/** The one member of `X | null` other than null, the TypeBox spelling of a nullable field; else undefined. */
+function nullableMember(schema: TSchema): TSchema | undefined {
+  const members = (schema as { anyOf?: TSchema[] }).anyOf;
+  if (!members || members.length !== 2 || enumMembers(schema)) return undefined;
+  const others = members.filter((m) => m[Kind] !== 'Null');
+  return others.length === 1 ? others[0] : undefined;
+}
+
 function describe(error: ValueError, code: string): string {
   if (code === 'unknown_field') return 'This field is not allowed here.';
   if (code === 'enum' && error.type === ValueErrorType.Union) {
@@ -98,6 +106,15 @@ export function schemaErrors(schema: TSchema, value: unknown, options: SchemaErr
     }
     const pointer = prefix + error.path;
     if (seen.has(pointer)) continue;
+    // A nullable field given something else than null: what is wrong is what its type says
+    // (`out_of_range`, `type`...), not "no member of the union matched".
+    const member = error.type === ValueErrorType.Union && error.value !== null ? nullableMember(error.schema) : undefined;
+    const inner = member ? schemaErrors(member, error.value, { prefix: pointer }).filter((e) => !seen.has(e.pointer)) : [];
+    if (inner.length > 0) {
+      for (const e of inner) seen.add(e.pointer);
+      out.push(...inner);
+      continue;
+    }
     seen.add(pointer);
     out.push({ pointer, code, detail: describe(error, code) });
   }
