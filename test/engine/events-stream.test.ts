@@ -18,20 +18,20 @@ it('replays the event log in order, then tails each event this engine records, r
   await eventually(clock, async () => seen.length === 5 && odd.length === 2, 1000);
   // The replay: what the listing answers, in its order.
   expect(seen).toEqual((await engine.events.list(WS, pipeline.id)).data);
-  const dead = seen.find((e) => e.payload.n === 3)!;
+  const dead = seen.find((e) => e.payload!.n === 3)!;
   expect(dead).toMatchObject({ status: 'dead_lettered', error: { stage: 'destination', code: 'record_rejected' } });
 
   // Live: new events once their batch commits.
   for (let n = 5; n < 8; n++) hub.stream('in').push({ type: n % 2 === 0 ? 'even' : 'odd', payload: { n } });
   await eventually(clock, async () => seen.length === 8 && odd.length === 4, 1000);
-  expect(seen.slice(5).map((e) => [e.payload.n, e.status])).toEqual([
+  expect(seen.slice(5).map((e) => [e.payload!.n, e.status])).toEqual([
     [5, 'delivered'],
     [6, 'delivered'],
     [7, 'delivered'],
   ]);
   // The replayed ones in the listing's order (time, then id); the live ones in commit order.
   expect(odd.slice(0, 2)).toEqual((await engine.events.list(WS, pipeline.id, { type: 'odd' })).data.slice(0, 2));
-  expect(odd.slice(2).map((e) => e.payload.n)).toEqual([5, 7]);
+  expect(odd.slice(2).map((e) => e.payload!.n)).toEqual([5, 7]);
 
   // A replay fixed: the event again, with its new outcome.
   hub.sink('out').acceptAll();
@@ -57,7 +57,7 @@ it('applies `since` to the replay and to what it hears live', async () => {
   hub.stream('in').push({ type: 't', payload: { n: 2 }, occurredAt: '2026-03-01T00:00:00.000Z' });
   await eventually(clock, async () => (await engine.events.list(WS, pipeline.id)).data.length === 2, 1000);
   const seen: number[] = [];
-  const sub = engine.events$(WS, pipeline.id, { since: '2026-02-01T00:00:00Z' }).subscribe((e) => seen.push(e.payload.n as number));
+  const sub = engine.events$(WS, pipeline.id, { since: '2026-02-01T00:00:00Z' }).subscribe((e) => seen.push(e.payload!.n as number));
   await eventually(clock, async () => seen.length === 1, 1000);
   hub.stream('in').push({ type: 't', payload: { n: 3 }, occurredAt: '2026-01-15T00:00:00.000Z' });
   hub.stream('in').push({ type: 't', payload: { n: 4 }, occurredAt: '2026-04-01T00:00:00.000Z' });

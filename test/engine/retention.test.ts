@@ -114,3 +114,41 @@ it('refuses a retention that is not a positive number of ms', async () => {
   await expect(start({ pipelineMinutesMs: -1 })).rejects.toThrow(/retention.pipelineMinutesMs/);
   await expect(start({ intervalMs: 10 })).rejects.toThrow(/retention.intervalMs/);
 });
+
+it("applies a pipeline's own event_log: payloads of failed events only, and a retention of its own", async () => {
+  const { engine, clock, hub } = await start({});
+  for (let n = 0; n < 4; n++) hub.stream('lean').push({ type: 'order.created', payload: { n } });
+  for (let n = 0; n < 2; n++) hub.stream('full').push({ type: 'order.created', payload: { n } });
+  hub.sink('out').reject((e) => e.payload.n === 3);
+  const destination = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
+  const pipeline = async (name: string, event_log?: { payloads?: 'all' | 'failed'; retention_days?: number | null }) => {
+    const source = await engine.connectors.create(WS, { type: 'memory', direction: 'source', config: { name } });
+    return engine.pipelines.create(WS, { name, source_connector_id: source.id, destination_connector_id: destination.id, activate: true, batch_size: 100, flush_interval_ms: HOUR, ...(event_log ? { event_log } : {}) });
+  };
+  const lean = await pipeline('lean', { payloads: 'failed', retention_days: 1 });
+  const full = await pipeline('full');
+  expect(lean.event_log).toEqual({ payloads: 'failed', retention_days: 1 });
+  expect(full.event_log).toEqual({ payloads: 'all', retention_days: null });
+  await eventually(clock, async () => (await listAll(engine, lean.id)).length === 4 && (await listAll(engine, full.id)).length === 2, 1000);
+
+  // Only the dead-lettered event keeps its payload; the others keep id, type, time, status, attempts.
+  const listed = await listAll(engine, lean.id);
+  expect(listed.filter((e) => e.status === 'delivered').map((e) => e.payload)).toEqual([null, null, null]);
+  expect(listed.filter((e) => e.status === 'dead_lettered').map((e) => e.payload)).toEqual([{ n: 3 }]);
+  expect((await listAll(engine, full.id)).map((e) => e.payload!.n).sort()).toEqual([0, 1]);
+
+  // A day later the lean pipeline's settled events are gone; its dead letter and the other pipeline's events stay.
+  await clock.advance(DAY + HOUR);
+  await eventually(clock, async () => (await listAll(engine, lean.id)).length === 1, MINUTE);
+  expect((await listAll(engine, full.id)).length).toBe(2);
+
+  // A replayed dead letter was dead-lettered: it keeps its payload once delivered.
+  hub.sink('out').acceptAll();
+  const [dead] = await listAll(engine, lean.id);
+  await engine.events.replay(WS, dead!.id);
+  await eventually(clock, async () => (await listAll(engine, lean.id))[0]?.status === 'delivered', MINUTE);
+  expect((await listAll(engine, lean.id))[0]).toMatchObject({ status: 'delivered', payload: { n: 3 } });
+
+  // PATCH changes one field and keeps the other.
+  expect((await engine.pipelines.update(WS, lean.id, { event_log: { retention_days: null } })).event_log).toEqual({ payloads: 'failed', retention_days: null });
+});

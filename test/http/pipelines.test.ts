@@ -147,6 +147,31 @@ describeMatrix('pipelines', (ctx) => {
     expectProblem(await ctx.api.request('PATCH', `/v2/pipelines/${ghostId('pip')}`, { body: { name: 'x' } }), 404, 'not_found');
   });
 
+  it('event_log: defaults, set on create, PATCH keeps the field left out, bad values are field errors', async () => {
+    const { src, dst } = await connectors();
+    const plain = await ctx.api.request('POST', '/v2/pipelines', { body: { name: `log-${unique()}`, source_connector_id: src, destination_connector_id: dst } });
+    expect(plain.body.event_log).toEqual({ payloads: 'all', retention_days: null });
+    const lean = await ctx.api.request('POST', '/v2/pipelines', { body: { name: `log-${unique()}`, source_connector_id: src, destination_connector_id: dst, event_log: { payloads: 'failed' } } });
+    expect(lean.status, lean.text).toBe(201);
+    expect(lean.body.event_log).toEqual({ payloads: 'failed', retention_days: null });
+    const patched = await ctx.api.request('PATCH', `/v2/pipelines/${lean.body.id}`, { body: { event_log: { retention_days: 30 } } });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body.event_log).toEqual({ payloads: 'failed', retention_days: 30 });
+    expect((await ctx.api.request('GET', `/v2/pipelines/${lean.body.id}`)).body.event_log).toEqual({ payloads: 'failed', retention_days: 30 });
+    for (const [event_log, pointer, code] of [
+      [{ payloads: 'some' }, '/event_log/payloads', 'enum'],
+      [{ retention_days: 0 }, '/event_log/retention_days', 'out_of_range'],
+      [{ retention_days: 3651 }, '/event_log/retention_days', 'out_of_range'],
+      [{ retention_days: 1.5 }, '/event_log/retention_days', 'type'],
+      [{ keep: true }, '/event_log/keep', 'unknown_field'],
+      ['all', '/event_log', 'type'],
+    ] as const) {
+      const bad = await ctx.api.request('PATCH', `/v2/pipelines/${lean.body.id}`, { body: { event_log } });
+      expectProblem(bad, 400, 'validation_failed');
+      expectFieldError(bad, pointer, code);
+    }
+  });
+
   it('activate and pause follow the state machine (409 invalid_state_transition with current_status)', async () => {
     const p = await createPipeline(ctx.api, { schedule: '0 * * * *' });
     expectProblem(await ctx.api.request('POST', `/v2/pipelines/${p.id}/pause`), 409, 'invalid_state_transition');

@@ -65,7 +65,7 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       return { clock, hub, ...first, another: (o = {}) => start(o.clock ?? clock, o.runtime ?? {}, o.instanceId) };
     }
 
-    async function pipeline(h: Harness, input: { transforms?: TransformStep[]; schedule?: string | null; batch_size?: number; activate?: boolean; source?: string; sink?: string; mode?: 'pull' | 'push'; pushAhead?: boolean } = {}): Promise<Pipeline> {
+    async function pipeline(h: Harness, input: { transforms?: TransformStep[]; schedule?: string | null; batch_size?: number; activate?: boolean; source?: string; sink?: string; mode?: 'pull' | 'push'; pushAhead?: boolean; event_log?: Pipeline['event_log'] } = {}): Promise<Pipeline> {
       const source = await h.engine.connectors.create(WS, {
         type: 'memory',
         direction: 'source',
@@ -81,6 +81,7 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
         batch_size: input.batch_size ?? 100,
         flush_interval_ms: 1000,
         activate: input.activate ?? true,
+        ...(input.event_log ? { event_log: input.event_log } : {}),
       });
     }
 
@@ -215,7 +216,7 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       await eventually(h.clock, async () => (await allEvents(h, p.id)).length === 20);
       const dead = await allEvents(h, p.id, 'dead_lettered');
       expect(dead).toHaveLength(2);
-      const byN = new Map(dead.map((e) => [e.payload.n, e]));
+      const byN = new Map(dead.map((e) => [e.payload!.n, e]));
       expect(byN.get(3)!.error).toMatchObject({ stage: 'transform:1' });
       expect(byN.get(3)!.error!.message).not.toContain('source-secret-token');
       expect(byN.get(3)!.attempts).toBe(3);
@@ -257,6 +258,20 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       expect(h.hub.sink('out').duplicates).toBe(0);
     });
 
+    it('a pipeline that keeps payloads of failed events only logs every event, with the payload of the dead-lettered ones', async () => {
+      const h = await setup();
+      push(h, 30);
+      h.hub.sink('out').reject((e) => (e.payload.n as number) % 10 === 0);
+      const p = await pipeline(h, { batch_size: 10, event_log: { payloads: 'failed', retention_days: null } });
+      await eventually(h.clock, async () => (await allEvents(h, p.id)).length === 30);
+      const delivered = await allEvents(h, p.id, 'delivered');
+      expect(delivered).toHaveLength(27);
+      expect(delivered.every((e) => e.payload === null && e.type === 'order.created' && e.attempts === 1)).toBe(true);
+      expect((await allEvents(h, p.id, 'dead_lettered')).map((e) => e.payload!.n).sort()).toEqual([0, 10, 20]);
+      // What the destination received is whole: only the log is lean.
+      expect([...h.hub.sink('out').events.values()].every((e) => typeof e.payload.n === 'number')).toBe(true);
+    });
+
     it('applies every built-in step; filtered events are listed as filtered', async () => {
       const h = await setup();
       h.hub.stream('in').push(
@@ -282,7 +297,7 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       expect(out!.payload).not.toHaveProperty('internal');
       expect((out!.payload.customer as { email: string }).email).toMatch(/^[0-9a-f]{64}$/);
       const filtered = await allEvents(h, p.id, 'filtered');
-      expect(filtered.map((e) => e.payload.n)).toEqual([2]);
+      expect(filtered.map((e) => e.payload!.n)).toEqual([2]);
       const [run] = (await h.engine.pipelines.listRuns(WS, p.id)).data;
       expect(run).toMatchObject({ events_read: 2, events_written: 1, events_filtered: 1 });
     });

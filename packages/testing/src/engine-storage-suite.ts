@@ -273,11 +273,11 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
       });
       await engineContext(engine).storage.repos.events.upsertMany([row(1, 'delivered'), row(2, 'dead_lettered'), row(3, 'dead_lettered'), row(4, 'delivered')]);
       const page = await engine.events.list('acme', p.id, { limit: 2 });
-      expect(page.data.map((e) => e.payload.i)).toEqual([1, 2]);
+      expect(page.data.map((e) => e.payload!.i)).toEqual([1, 2]);
       const tail = await engine.events.list('acme', p.id, { cursor: page.next_cursor! });
       expect(tail.has_more).toBe(false);
       expect(tail.next_cursor).not.toBeNull();
-      expect((await engine.events.list('acme', p.id, { since: '2026-01-01T00:00:02Z', until: '2026-01-01T00:00:04.000Z' })).data.map((e) => e.payload.i)).toEqual([2, 3]);
+      expect((await engine.events.list('acme', p.id, { since: '2026-01-01T00:00:02Z', until: '2026-01-01T00:00:04.000Z' })).data.map((e) => e.payload!.i)).toEqual([2, 3]);
       await expectError(engine.events.list('acme', p.id, { since: 'yesterday' }), 'validation_failed');
       const notDead = await expectError(engine.events.replay('acme', row(1, 'delivered').id), 'event_not_dead_lettered');
       expect((notDead as { currentStatus: string }).currentStatus).toBe('delivered');

@@ -45,6 +45,7 @@ export function pipelineRow(overrides: Partial<PipelineRow> & Pick<PipelineRow, 
     batch_size: 100,
     flush_interval_ms: 1000,
     max_attempts: 3,
+    event_log: { payloads: 'all', retention_days: null },
     salt: 'salt',
     last_tick_at: null,
     paused_by: null,
@@ -247,7 +248,7 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       }
       expect(seen).toEqual(rows.map((r) => r.id));
       const paid = await storage.repos.events.list('ws_a', 'pip_1', { type: 'order.paid', since: at(3000), until: at(6000) }, undefined, 100);
-      expect(paid.rows.map((r) => r.payload.n)).toEqual([9, 11, 13, 15, 17]);
+      expect(paid.rows.map((r) => r.payload!.n)).toEqual([9, 11, 13, 15, 17]);
       await storage.repos.events.upsertMany([eventRow(100, { status: 'dead_lettered', error: { stage: 'transform:1', code: 'boom', message: 'x' }, dead_lettered_at: at(9) })]);
       await storage.repos.events.putDeadLetter({ event_id: 'evt_000100', workspace_id: 'ws_a', pipeline_id: 'pip_1', stage: 'transform:1', record: { type: 't', payload: { a: 1 } }, replay_requested_at: null, created_at: at(9) });
       expect((await storage.repos.events.list('ws_a', 'pip_1', { status: 'dead_lettered' }, undefined, 10)).rows[0]?.error).toEqual({ stage: 'transform:1', code: 'boom', message: 'x' });

@@ -15,6 +15,14 @@ const TimestampField = Type.String({ minLength: 1, maxLength: 64 });
 const BatchSize = Type.Integer({ minimum: 1, maximum: 10_000 });
 const FlushInterval = Type.Integer({ minimum: 0, maximum: 3_600_000 });
 const MaxAttempts = Type.Integer({ minimum: 1, maximum: 100 });
+// A retention of at most ten years: keeping for ever is the server's default (no `--retention-days`).
+const EventLogInput = Type.Object(
+  {
+    payloads: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('failed')])),
+    retention_days: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 3650 }), Type.Null()])),
+  },
+  { additionalProperties: false, description: 'What the event log keeps of this pipeline; fields left out keep their value (on create: `all`, and the server\'s retention).' },
+);
 // `Unsafe` keeps the schema and gives the input types their JSON types: `Type.Object({})` alone
 // types as `{}`, and a step's fields as nothing, so a caller could not pass them.
 const Config = Type.Unsafe<JsonObject>(Type.Object({}, { additionalProperties: true }));
@@ -53,6 +61,7 @@ export const inputSchemas = {
       batch_size: Type.Optional(BatchSize),
       flush_interval_ms: Type.Optional(FlushInterval),
       max_attempts: Type.Optional(MaxAttempts),
+      event_log: Type.Optional(EventLogInput),
     },
     { additionalProperties: false },
   ),
@@ -64,6 +73,7 @@ export const inputSchemas = {
       batch_size: Type.Optional(BatchSize),
       flush_interval_ms: Type.Optional(FlushInterval),
       max_attempts: Type.Optional(MaxAttempts),
+      event_log: Type.Optional(EventLogInput),
     },
     { additionalProperties: false },
   ),

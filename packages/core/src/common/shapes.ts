@@ -118,6 +118,18 @@ export type TransformStep = { type: string } & JsonObject;
 // Only `type` is common to all steps; the step type's plugin checks the rest.
 const TransformStepShape = Type.Unsafe<TransformStep>(Type.Object({ type: Type.String() }, { additionalProperties: true }));
 
+const EventLogSettings = Type.Object(
+  {
+    payloads: Type.Union([Type.Literal('all'), Type.Literal('failed')], {
+      description: '`all`: every event keeps its payload. `failed`: every event keeps its id, type, time, status and attempts, but only events that were dead-lettered keep their payload (the others list `payload: null`).',
+    }),
+    retention_days: Nullable(Type.Integer({ minimum: 1 }), {
+      description: "Days the pipeline's delivered and filtered events are kept; null: the server's setting (`--retention-days`). Dead-lettered and replaying events are kept until replayed.",
+    }),
+  },
+  { description: 'What the event log keeps of this pipeline.' },
+);
+
 const Pipeline = Type.Object({
   id: Id('pipeline'),
   name: Type.String(),
@@ -129,6 +141,7 @@ const Pipeline = Type.Object({
   batch_size: Type.Integer({ description: 'Most records read per batch.' }),
   flush_interval_ms: Type.Integer({ description: 'Longest a streaming batch waits to fill before it is flushed, in ms.' }),
   max_attempts: Type.Integer({ description: 'Attempts per event before it is dead-lettered.' }),
+  event_log: EventLogSettings,
   last_run: Nullable(Run),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -139,7 +152,7 @@ const EventRecord = Type.Object({
   pipeline_id: Id('pipeline'),
   type: Type.String(),
   occurred_at: Timestamp,
-  payload: Json(),
+  payload: Nullable(Json(), { description: "The event's payload; null when the pipeline keeps payloads of failed events only (`event_log.payloads`) and this one never failed." }),
   status: EventStatusSchema,
   attempts: Type.Integer(),
   error: Nullable(Type.Object({ stage: Type.String(), code: Type.String(), message: Type.String() })),

@@ -27,6 +27,10 @@ export interface RunChanges {
  * (`events/event-log-feed.ts` implements it, with the pipelines' per-event results).
  */
 export interface EventLogRecorder {
-  /** Runs `commit`, which commits `results` in the event log, and publishes their entries once it has. */
-  record(workspaceId: string, pipelineId: string, results: readonly unknown[], now: string, commit: () => Promise<void>): Promise<void>;
+  /**
+   * Runs `commit`, which commits `results` in the event log, and publishes their entries once it
+   * has; `payloads` is the pipeline's `event_log.payloads` (`failed`: only dead-lettered events
+   * keep their payload).
+   */
+  record(workspaceId: string, pipelineId: string, results: readonly unknown[], now: string, commit: () => Promise<void>, payloads?: 'all' | 'failed'): Promise<void>;
 }

@@ -8,7 +8,10 @@ import type { EngineContext } from '../context/index.js';
  * events not fanned out yet.
  */
 export interface RetentionOptions {
-  /** Delivered and filtered events of the event log, by the later of their time and the time they were logged. */
+  /**
+   * Delivered and filtered events of the event log, by the later of their time and the time they
+   * were logged. A pipeline's own `event_log.retention_days` takes its place for that pipeline.
+   */
   eventsMs: number | null;
   /** Finished runs (succeeded or failed), by their creation. */
   runsMs: number | null;
@@ -34,6 +37,8 @@ const DEFAULT_RETENTION: RetentionOptions = Object.freeze({ eventsMs: null, runs
 
 /** What an engine that runs no pipelines keeps: everything (the engines that run them delete). */
 export const RETENTION_OFF: RetentionOptions = Object.freeze({ ...DEFAULT_RETENTION, pipelineMinutesMs: null });
+
+const DAY_MS = 86_400_000;
 
 const KINDS = ['eventsMs', 'runsMs', 'deliveriesMs', 'platformEventsMs', 'pipelineMinutesMs'] as const;
 
@@ -75,9 +80,12 @@ export class RetentionJob {
     private readonly options: RetentionOptions,
   ) {}
 
-  /** True when some kind has a retention: otherwise the job never runs. */
+  /**
+   * False only for an engine that runs no pipelines ({@link RETENTION_OFF}): any other may have a
+   * pipeline with a retention of its own, whatever its options say.
+   */
   get enabled(): boolean {
-    return KINDS.some((kind) => this.options[kind] !== null);
+    return this.options !== RETENTION_OFF;
   }
 
   /** Schedules the passes. */
@@ -100,9 +108,11 @@ export class RetentionJob {
     const repos = this.ctx.storage.repos;
     const o = this.options;
     const pass: RetentionPass = { events: 0, runs: 0, deliveries: 0, platformEvents: 0, pipelineMinutes: 0 };
-    if (o.eventsMs !== null) {
-      const before = new Date(now - o.eventsMs).toISOString();
-      for (const pipelineId of await repos.pipelines.allIds()) pass.events += await this.drain(() => repos.events.deleteSettledBefore(pipelineId, before, CHUNK));
+    for (const pipeline of await repos.pipelines.eventRetentions()) {
+      const keepMs = pipeline.retention_days !== null ? pipeline.retention_days * DAY_MS : o.eventsMs;
+      if (keepMs === null) continue;
+      const before = new Date(now - keepMs).toISOString();
+      pass.events += await this.drain(() => repos.events.deleteSettledBefore(pipeline.id, before, CHUNK));
     }
     if (o.runsMs !== null) {
       const beforeId = firstIdAt('run', now - o.runsMs);
@@ -135,6 +145,8 @@ export class RetentionJob {
     const keep = o.pipelineMinutesMs;
     if (keep === null || KINDS.some((kind) => kind !== 'pipelineMinutesMs' && o[kind] !== null)) return o.intervalMs;
     try {
+      // A pipeline with a retention of its own is served at every interval.
+      if ((await this.ctx.storage.repos.pipelines.eventRetentions()).some((p) => p.retention_days !== null)) return o.intervalMs;
       const oldest = await this.ctx.storage.repos.pipelineMinutes.oldest();
       // A ms past the oldest row's cutoff: a pass deletes what is strictly older than it.
       const due = oldest === null ? keep : Date.parse(oldest) + keep + 1 - this.ctx.clock.now();

@@ -2,7 +2,7 @@ import { Observable, Subject } from 'rxjs';
 import type { EventRecord, ListEventsParams, Page } from '../common/index.js';
 import type { EventLogRecorder } from '../context/index.js';
 import type { ItemResult } from './event-outcome.js';
-import { eventRows } from './event-rows.js';
+import { eventRows, type PayloadsKept } from './event-rows.js';
 import { presentEvent } from './events-service.js';
 
 /** A commit of event-log entries for one pipeline, from its start until it commits or fails. */
@@ -39,9 +39,10 @@ export class EventLogFeed implements EventLogRecorder {
 
   /**
    * Runs `commit`, which commits `results` in the event log, and publishes their entries once it
-   * has (`now` is the commit's time). A failed commit is told too, and its error rethrown.
+   * has (`now` is the commit's time; `payloads` what the pipeline's log keeps of them, see
+   * `eventRows`). A failed commit is told too, and its error rethrown.
    */
-  async record(workspaceId: string, pipelineId: string, results: readonly ItemResult[], now: string, commit: () => Promise<void>): Promise<void> {
+  async record(workspaceId: string, pipelineId: string, results: readonly ItemResult[], now: string, commit: () => Promise<void>, payloads: PayloadsKept = 'all'): Promise<void> {
     if (results.length === 0) return commit();
     const entry: LogCommit = { workspaceId, pipelineId, results };
     this.inFlight.add(entry);
@@ -55,7 +56,7 @@ export class EventLogFeed implements EventLogRecorder {
     }
     this.inFlight.delete(entry);
     if (!this.changes.observed) return;
-    const records = eventRows(workspaceId, pipelineId, results, now).map(presentEvent);
+    const records = eventRows(workspaceId, pipelineId, results, now, payloads).map(presentEvent);
     this.changes.next({ kind: 'committed', commit: entry, records });
   }
 }

@@ -1,11 +1,16 @@
 import type { EventRow } from '../storage/index.js';
 import type { ItemResult } from './event-outcome.js';
 
+/** What the event log keeps of events' payloads: a pipeline's `event_log.payloads`. */
+export type PayloadsKept = 'all' | 'failed';
+
 /**
  * The event-log rows of processed events: what a batch (or a replay) records, and, presented,
- * what `engine.events$` hears of it. `now` is the commit's time.
+ * what `engine.events$` hears of it. `now` is the commit's time. With `payloads: 'failed'` only a
+ * dead-lettered event keeps its payload (a replay's events were dead-lettered, and keep theirs).
  */
-export function eventRows(workspaceId: string, pipelineId: string, results: readonly ItemResult[], now: string): EventRow[] {
+export function eventRows(workspaceId: string, pipelineId: string, results: readonly ItemResult[], now: string, payloads: PayloadsKept = 'all'): EventRow[] {
+  const all = payloads === 'all';
   const rows: EventRow[] = new Array(results.length);
   for (let i = 0; i < results.length; i++) {
     const r = results[i]!;
@@ -16,7 +21,7 @@ export function eventRows(workspaceId: string, pipelineId: string, results: read
       pipeline_id: pipelineId,
       type: r.event.type,
       occurred_at: r.event.occurredAt,
-      payload: r.event.payload,
+      payload: all || dead ? r.event.payload : null,
       status: r.status,
       attempts: r.attempts,
       error: dead ? { stage: r.stage, code: r.code, message: r.message } : null,

@@ -81,21 +81,23 @@ export class BatchCommitter {
       deadLetters.push(deadLetterRow(pipeline, r, now));
       notices.push(newPlatformEvent(ctx, pipeline.workspace_id, 'event.dead_lettered', deadLetteredNotice(pipeline, r)));
     }
-    await ctx.eventLog.record(pipeline.workspace_id, pipeline.id, results, now, () =>
+    // What the log keeps of the events' payloads: the pipeline's setting, for storage and `events$` alike.
+    const payloads = pipeline.event_log.payloads;
+    const record = () =>
       commit({
         workspaceId: pipeline.workspace_id,
         pipelineId: pipeline.id,
         runId: batch.runId,
         fence: batch.fence,
-        events: eventRows(pipeline.workspace_id, pipeline.id, results, now),
+        events: eventRows(pipeline.workspace_id, pipeline.id, results, now, payloads),
         deadLetters,
         notices,
         checkpoint: batch.checkpoint,
         counts: batch.counts,
         minute: minuteRow(pipeline, batch.counts, nowMs),
         now,
-      }),
-    );
+      });
+    await ctx.eventLog.record(pipeline.workspace_id, pipeline.id, results, now, record, payloads);
     if (notices.length > 0) ctx.bus.publish(notices);
     if (batch.runId) runChanged(ctx, { workspace_id: pipeline.workspace_id, pipeline_id: pipeline.id, id: batch.runId });
   }

@@ -41,6 +41,7 @@ export class PipelinesService {
       batch_size: input.batch_size ?? defaults.batch_size,
       flush_interval_ms: input.flush_interval_ms ?? defaults.flush_interval_ms,
       max_attempts: input.max_attempts ?? defaults.max_attempts,
+      event_log: { payloads: input.event_log?.payloads ?? 'all', retention_days: input.event_log?.retention_days ?? null },
       salt: randomBytes(16).toString('hex'),
       last_tick_at: input.activate ? now : null,
       paused_by: null,
@@ -107,6 +108,8 @@ export class PipelinesService {
       for (const key of ['name', 'transforms', 'schedule', 'batch_size', 'flush_interval_ms', 'max_attempts'] as const) {
         if (input[key] !== undefined) (patch as Record<string, unknown>)[key] = input[key];
       }
+      // Fields of `event_log` left out keep their value.
+      if (input.event_log !== undefined) patch.event_log = { ...row.event_log, ...input.event_log };
       try {
         await repos.pipelines.update(workspaceId, id, patch);
       } catch (error) {
@@ -333,6 +336,7 @@ export class PipelinesService {
       batch_size: row.batch_size,
       flush_interval_ms: row.flush_interval_ms,
       max_attempts: row.max_attempts,
+      event_log: { payloads: row.event_log.payloads, retention_days: row.event_log.retention_days },
       last_run: lastRun ? presentRun(lastRun) : null,
       created_at: row.created_at,
       updated_at: row.updated_at,

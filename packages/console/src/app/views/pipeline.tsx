@@ -292,9 +292,13 @@ function EventDetail({ event, action, onReplay }: { event: EventRecord; action: 
             </div>
           ) : null}
           <h3>Payload</h3>
-          <pre class="json" tabIndex={0} aria-label={`Payload of event ${event.id}`}>
-            {JSON.stringify(event.payload, null, 2)}
-          </pre>
+          {event.payload === null ? (
+            <p>Not kept: this pipeline keeps the payloads of failed events only.</p>
+          ) : (
+            <pre class="json" tabIndex={0} aria-label={`Payload of event ${event.id}`}>
+              {JSON.stringify(event.payload, null, 2)}
+            </pre>
+          )}
           {event.status === 'dead_lettered' ? (
             <button type="button" class="button button-primary" disabled={action.busy} onClick={onReplay}>
               Replay this event

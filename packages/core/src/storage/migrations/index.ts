@@ -4,6 +4,7 @@ import * as openStatusIndex from './0002-events-open-status-index.js';
 import * as deliveriesDueIndex from './0003-deliveries-due-index.js';
 import * as eventsListingIndexes from './0004-events-listing-indexes.js';
 import * as pipelineMinutes from './0005-pipeline-minutes.js';
+import * as pipelineEventLog from './0006-pipeline-event-log.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -16,6 +17,7 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Migration]> = [
   ['0003-deliveries-due-index', deliveriesDueIndex],
   ['0004-events-listing-indexes', eventsListingIndexes],
   ['0005-pipeline-minutes', pipelineMinutes],
+  ['0006-pipeline-event-log', pipelineEventLog],
 ];
 
 /**

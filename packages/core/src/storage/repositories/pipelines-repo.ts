@@ -18,10 +18,15 @@ export type PipelineRow = Omit<Pipeline, 'last_run'> & {
 const map = (row: Record<string, unknown>): PipelineRow => ({
   ...(row as unknown as PipelineRow),
   transforms: fromJson<TransformStep[]>(row.transforms),
+  event_log: fromJson<PipelineRow['event_log']>(row.event_log),
 });
 
-const serialize = (patch: Partial<PipelineRow>): Record<string, unknown> =>
-  patch.transforms === undefined ? { ...patch } : { ...patch, transforms: toJson(patch.transforms) };
+const serialize = (patch: Partial<PipelineRow>): Record<string, unknown> => {
+  const out: Record<string, unknown> = { ...patch };
+  if (patch.transforms !== undefined) out.transforms = toJson(patch.transforms);
+  if (patch.event_log !== undefined) out.event_log = toJson(patch.event_log);
+  return out;
+};
 
 /** Pipelines. Deleted pipelines stay as rows (`deleted_at`) so their runs and events keep a parent; every read skips them. */
 export class PipelinesRepo {
@@ -42,9 +47,13 @@ export class PipelinesRepo {
     return row ? map(row) : null;
   }
 
-  /** The ids of every pipeline, deleted ones too (their events stay until retention removes them). */
-  async allIds(): Promise<string[]> {
-    return ((await this.db('pipelines').select('id').orderBy('id')) as { id: string }[]).map((r) => r.id);
+  /**
+   * Every pipeline's own event retention in days (null: the server's), deleted pipelines too:
+   * their events stay until retention removes them.
+   */
+  async eventRetentions(): Promise<{ id: string; retention_days: number | null }[]> {
+    const rows = (await this.db('pipelines').select('id', 'event_log').orderBy('id')) as { id: string; event_log: string }[];
+    return rows.map((r) => ({ id: r.id, retention_days: fromJson<PipelineRow['event_log']>(r.event_log).retention_days }));
   }
 
   /**
