@@ -88,6 +88,15 @@ describeMatrix('events', (ctx) => {
     expectProblem(await ctx.api.request('GET', `/v2/pipelines/${ghostId('pip')}/events`), 404, 'not_found');
   });
 
+  it('GET /v2/events/{id}: one event of any pipeline of the workspace; unknown or another workspace is 404', async () => {
+    const { p, rows } = await seeded();
+    const res = await ctx.api.request('GET', `/v2/events/${rows[2]!.id}`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ id: rows[2]!.id, pipeline_id: p.id, type: 'order.paid', occurred_at: at(2), payload: rows[2]!.payload, status: 'dead_lettered', attempts: 3 });
+    expectProblem(await ctx.api.request('GET', `/v2/events/${ghostId('evt')}`), 404, 'not_found');
+    expectProblem(await ctx.api.request('GET', `/v2/events/${rows[2]!.id}`, { key: await ctx.api.key(['read'], 'ws_elsewhere') }), 404, 'not_found');
+  });
+
   it('POST /v2/events/{id}/replay: 202 with status replaying for a dead-lettered event', async () => {
     const { p, rows } = await seeded();
     const res = await ctx.api.request('POST', `/v2/events/${rows[2]!.id}/replay`);

@@ -93,6 +93,7 @@ const PATH_IDS: Record<string, string> = {
   'DELETE /v2/connectors/{id} id': 'con',
   'POST /v2/connectors/{id}/check id': 'con',
   'GET /v2/connectors/{id}/signing-secret id': 'con',
+  'GET /v2/events/{id} id': 'evt',
   'POST /v2/connectors/{id}/rotate id': 'con',
   'GET /v2/pipelines/{id} id': 'pip',
   'PATCH /v2/pipelines/{id} id': 'pip',

@@ -6,7 +6,7 @@ import { accepted, ok } from './respond.js';
 
 const replay = { kind: 'api_key', scope: 'events:replay' } as const;
 
-/** The event log routes: listing and replay (docs/api.md, Events). */
+/** The event log routes: listing, one event, and replay (docs/api.md, Events). */
 export const eventRoutes: RouteDefinition[] = [
   {
     method: 'GET',
@@ -26,6 +26,18 @@ export const eventRoutes: RouteDefinition[] = [
     responses: { 200: { description: 'A page of events; next_cursor is set whenever data is non-empty, for tailing.', schema: 'Page:Event' } },
     errors: [404],
     handle: async ({ engine, workspaceId, params, query }) => ok(await engine.events.list(workspaceId, params.id!, query)),
+  },
+  {
+    method: 'GET',
+    path: '/v2/events/{id}',
+    operationId: 'getEvent',
+    summary: 'Get one event of any pipeline of the workspace by id',
+    tag: 'Events',
+    auth: { kind: 'api_key', scope: 'events:read' },
+    body: 'none',
+    responses: { 200: { description: 'The event.', schema: 'Event' } },
+    errors: [404],
+    handle: async ({ engine, workspaceId, params }) => ok(await engine.events.get(workspaceId, params.id!)),
   },
   {
     method: 'POST',
