@@ -145,7 +145,8 @@ export async function startBenchEngine(storage: StorageConfig): Promise<BenchEng
 /**
  * Drains a backlog of `count` generated records through a new pass-through streaming pipeline
  * (memory source `<name>-in` to memory destination `<name>-out`, no transforms), and pauses it
- * once drained so an idle pipeline does not poll during the next measurement.
+ * once drained so an idle pipeline does not poll during the next measurement. `eventLog` is the
+ * pipeline's `event_log` setting (what its log keeps), the engine's default when absent.
  *
  * The clock runs from just before the pipeline is created (so the start of the stream, its lease
  * and its run are paid like in production) until its checkpoint says the last batch committed:
@@ -156,7 +157,7 @@ export async function startBenchEngine(storage: StorageConfig): Promise<BenchEng
  * longer than the lease would restart its stream and send a batch twice: {@link DrainResult}
  * counts deliveries and runs, and the drain reports any repeat on stderr.
  */
-export async function drainThroughEngine(bench: BenchEngine, name: string, count: number): Promise<DrainResult> {
+export async function drainThroughEngine(bench: BenchEngine, name: string, count: number, eventLog?: { payloads: 'all' | 'failed' }): Promise<DrainResult> {
   const { engine, hub } = bench;
   hub.stream(`${name}-in`).generate(count, benchRecord);
   // keep: false counts without keeping events, so the destination holds no memory of its own.
@@ -171,6 +172,7 @@ export async function drainThroughEngine(bench: BenchEngine, name: string, count
     destination_connector_id: destination.id,
     activate: true,
     batch_size: BATCH_SIZE,
+    ...(eventLog ? { event_log: eventLog } : {}),
   });
   const checkpoints = engineContext(engine).storage.repos.checkpoints;
   for (;;) {
