@@ -82,6 +82,20 @@ describeMatrix('events', (ctx) => {
     expectProblem(await ctx.api.request('GET', `${base}?limit=3&cursor=${encodeURIComponent(`${c.slice(0, -3)}${c.at(-3) === 'x' ? 'y' : 'x'}${c.slice(-2)}`)}`), 400, 'invalid_cursor');
   });
 
+  it('?order=desc lists newest first, and its cursor is refused by the other order; a bad order is 400', async () => {
+    const { p } = await seeded();
+    const first = expectPage(await ctx.api.request('GET', `/v2/pipelines/${p.id}/events?order=desc&limit=2`));
+    expect(first.data.map((e: { occurred_at: string }) => e.occurred_at)).toEqual([at(5), at(4)]);
+    const rest = expectPage(await ctx.api.request('GET', `/v2/pipelines/${p.id}/events?order=desc&limit=10&cursor=${encodeURIComponent(first.next_cursor!)}`));
+    expect(rest.data.map((e: { occurred_at: string }) => e.occurred_at)).toEqual([at(3), at(2), at(1)]);
+    expectProblem(await ctx.api.request('GET', `/v2/pipelines/${p.id}/events?cursor=${encodeURIComponent(first.next_cursor!)}`), 400, 'invalid_cursor');
+    const bad = await ctx.api.request('GET', `/v2/pipelines/${p.id}/events?order=newest`);
+    expectProblem(bad, 400, 'validation_failed');
+    expectFieldError(bad, '/order', 'enum');
+    const newest = await createPipeline(ctx.api);
+    expect(expectPage(await ctx.api.request('GET', '/v2/pipelines?order=desc&limit=1')).data.map((x: { id: string }) => x.id)).toEqual([newest.id]);
+  });
+
   it('an empty listing is { data: [], next_cursor: null, has_more: false }; unknown pipeline is 404', async () => {
     const p = await createPipeline(ctx.api);
     expect(expectPage(await ctx.api.request('GET', `/v2/pipelines/${p.id}/events`))).toEqual({ data: [], next_cursor: null, has_more: false });

@@ -4,7 +4,11 @@ import { HttpProblem } from './problem.js';
 import type { QueryParam } from './route.js';
 
 /** Query parameters every listing takes (docs/api.md, Lists). */
-export const PAGE_QUERY: Record<string, QueryParam> = { limit: { kind: 'limit' }, cursor: { kind: 'cursor' } };
+export const PAGE_QUERY: Record<string, QueryParam> = {
+  limit: { kind: 'limit' },
+  cursor: { kind: 'cursor' },
+  order: { kind: 'enum', values: ['asc', 'desc'], description: '`asc`, oldest first (the default), or `desc`, newest first. A cursor keeps the order it was made with; the other order refuses it (`invalid_cursor`).' },
+};
 
 /** One `name=value` pair of a query string, decoded exactly, or what keeps it from decoding. */
 type QueryPair = { name: string; value: string; fault?: undefined } | { name: string; fault: 'invalid_encoding' | 'invalid_character' };

@@ -227,6 +227,31 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
       expect(seen.slice(0, initial.length)).toEqual(initial);
     });
 
+    it('order: desc lists newest first, page after page; a cursor keeps its order; a bad order is refused', async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 7; i++) ids.push((await engine.connectors.create('acme', { type: 'hook', direction: 'source', config: {}, name: `o${i}` })).id);
+      const walk = async (order?: 'asc' | 'desc') => {
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await engine.connectors.list('acme', { limit: 3, ...(order ? { order } : {}), ...(cursor ? { cursor } : {}) });
+          seen.push(...page.data.map((c) => c.id));
+          cursor = page.next_cursor ?? undefined;
+        } while (cursor);
+        return seen;
+      };
+      expect(await walk()).toEqual(ids);
+      expect(await walk('asc')).toEqual(ids);
+      expect(await walk('desc')).toEqual([...ids].reverse());
+      const newest = await engine.connectors.list('acme', { limit: 3, order: 'desc' });
+      await expectError(engine.connectors.list('acme', { cursor: newest.next_cursor! }), 'invalid_cursor');
+      await expectError(engine.connectors.list('acme', { cursor: newest.next_cursor!, order: 'asc' }), 'invalid_cursor');
+      const oldest = await engine.connectors.list('acme', { limit: 3 });
+      await expectError(engine.connectors.list('acme', { cursor: oldest.next_cursor!, order: 'desc' }), 'invalid_cursor');
+      expect((await engine.connectors.list('acme', { limit: 3, cursor: oldest.next_cursor!, order: 'asc' })).data.map((c) => c.id)).toEqual(ids.slice(3, 6));
+      await expectError(engine.connectors.list('acme', { order: 'sideways' as never }), 'validation_failed');
+    });
+
     it('cursors: tampered, expired, other filters, other workspace, bad limits are rejected', async () => {
       for (let i = 0; i < 3; i++) await engine.connectors.create('acme', { type: 'hook', direction: 'source', config: {}, name: `c${i}` });
       await engine.connectors.create('acme', { type: 'vault', direction: 'source', config: { table: 't', token: 'token-that-works' } });
@@ -278,6 +303,14 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
       expect(tail.has_more).toBe(false);
       expect(tail.next_cursor).not.toBeNull();
       expect((await engine.events.list('acme', p.id, { since: '2026-01-01T00:00:02Z', until: '2026-01-01T00:00:04.000Z' })).data.map((e) => e.payload!.i)).toEqual([2, 3]);
+      // Newest first, a page at a time, within a window: the bounds hold on every page.
+      const newest = await engine.events.list('acme', p.id, { order: 'desc', limit: 1, until: '2026-01-01T00:00:04.000Z' });
+      expect(newest.data.map((e) => e.payload!.i)).toEqual([3]);
+      const older = await engine.events.list('acme', p.id, { order: 'desc', limit: 2, until: '2026-01-01T00:00:04.000Z', cursor: newest.next_cursor! });
+      expect(older.data.map((e) => e.payload!.i)).toEqual([2, 1]);
+      const windowed = await engine.events.list('acme', p.id, { order: 'desc', limit: 1, since: '2026-01-01T00:00:02Z' });
+      expect(windowed.data.map((e) => e.payload!.i)).toEqual([4]);
+      expect((await engine.events.list('acme', p.id, { order: 'desc', since: '2026-01-01T00:00:02Z', cursor: windowed.next_cursor! })).data.map((e) => e.payload!.i)).toEqual([3, 2]);
       await expectError(engine.events.list('acme', p.id, { since: 'yesterday' }), 'validation_failed');
       const notDead = await expectError(engine.events.replay('acme', row(1, 'delivered').id), 'event_not_dead_lettered');
       expect((notDead as { currentStatus: string }).currentStatus).toBe('delivered');

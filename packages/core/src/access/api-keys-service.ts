@@ -117,7 +117,7 @@ export class ApiKeysService {
       this.ctx.cursors,
       params,
       { scope: { resource: 'api_keys', workspaceId, filters: {} }, key: (row: ApiKeyRow) => [row.id] },
-      (after, limit) => repos.apiKeys.list(workspaceId, after, limit),
+      (after, limit, order) => repos.apiKeys.list(workspaceId, after, limit, order),
       (rows) => rows.map(present),
     );
   }

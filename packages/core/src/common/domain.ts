@@ -9,12 +9,17 @@ import type { PageOf, PlatformEventOf, resourceSchemas } from './shapes.js';
 /** One page of a cursor-paginated listing (docs/api.md, Lists). */
 export type Page<T> = Static<PageOf<T>>;
 
+/** The direction of a listing: `asc`, oldest first (the default), or `desc`, newest first. */
+export type SortOrder = 'asc' | 'desc';
+
 /** Paging input of every listing. */
 export interface PageParams {
   /** 1..100, default 50; larger values are lowered to 100. */
   limit?: number;
   /** `next_cursor` of the previous page. */
   cursor?: string;
+  /** `asc` (default) or `desc`; bound into the cursor, which the other order refuses. */
+  order?: SortOrder;
 }
 
 /** A connector as the API returns it; secret config fields read `"********"`. */

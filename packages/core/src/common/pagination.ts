@@ -1,6 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Clock } from './clock.js';
-import type { Page, PageParams } from './domain.js';
+import type { Page, PageParams, SortOrder } from './domain.js';
 import { FerryError, validationError } from './errors.js';
 
 /** The result of one keyset query: a page of rows, and whether more follow (storage answers it). */
@@ -35,6 +35,15 @@ export function normalizeLimit(limit: unknown): number {
     throw validationError([{ pointer: '/limit', code: 'invalid_limit', detail: 'limit must be an integer of at least 1.' }]);
   }
   return Math.min(limit, MAX_LIMIT);
+}
+
+/** Validates a listing's order: absent gives `asc`; anything but `asc` or `desc` is a `validation_failed` on `/order`. */
+export function normalizeOrder(order: unknown): SortOrder {
+  if (order === undefined) return 'asc';
+  if (order !== 'asc' && order !== 'desc') {
+    throw validationError([{ pointer: '/order', code: 'enum', detail: 'Expected one of "asc", "desc"' }]);
+  }
+  return order;
 }
 
 function canonical(value: unknown): string {
@@ -116,19 +125,24 @@ export interface PageSpec<TRow> {
 }
 
 /**
- * Runs one page of a listing: validates `limit` and `cursor`, fetches, and builds the envelope.
+ * Runs one page of a listing: validates `limit`, `order` and `cursor`, fetches, and builds the
+ * envelope. The order is bound into the cursor (a `desc` cursor is refused by an `asc` listing
+ * and the other way round); an `asc` cursor is spelled as before orders existed, so cursors
+ * handed out then stay valid.
  */
 export async function paginate<TRow, TOut>(
   codec: CursorCodec,
   params: PageParams,
   spec: PageSpec<TRow>,
-  fetch: (after: string[] | undefined, limit: number) => Promise<KeysetResult<TRow>>,
+  fetch: (after: string[] | undefined, limit: number, order: SortOrder) => Promise<KeysetResult<TRow>>,
   present: (rows: TRow[]) => Promise<TOut[]> | TOut[],
 ): Promise<Page<TOut>> {
   const limit = normalizeLimit(params.limit);
-  const after = params.cursor === undefined ? undefined : codec.decode(params.cursor, spec.scope);
-  const { rows, hasMore } = await fetch(after, limit);
+  const order = normalizeOrder(params.order);
+  const scope = order === 'asc' ? spec.scope : { ...spec.scope, filters: { ...spec.scope.filters, order } };
+  const after = params.cursor === undefined ? undefined : codec.decode(params.cursor, scope);
+  const { rows, hasMore } = await fetch(after, limit, order);
   const last = rows[rows.length - 1];
-  const next = last !== undefined && (hasMore || spec.tail) ? codec.encode(spec.key(last), spec.scope) : null;
+  const next = last !== undefined && (hasMore || spec.tail) ? codec.encode(spec.key(last), scope) : null;
   return { data: await present(rows), next_cursor: next, has_more: hasMore };
 }

@@ -97,7 +97,7 @@ export class ConnectorsService {
       this.ctx.cursors,
       params,
       { scope: { resource: 'connectors', workspaceId, filters }, key: (row: ConnectorRow) => [row.id] },
-      (after, limit) => repos.connectors.list(workspaceId, filters, after, limit),
+      (after, limit, order) => repos.connectors.list(workspaceId, filters, after, limit, order),
       async (rows) => {
         const counts = await repos.connectors.pipelineCounts(workspaceId, rows.map((r) => r.id));
         return rows.map((r) => this.present(r, counts.get(r.id) ?? 0));

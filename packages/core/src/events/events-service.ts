@@ -33,7 +33,7 @@ export class EventsService {
       this.ctx.cursors,
       params,
       { scope: { resource: `events:${pipelineId}`, workspaceId, filters }, key: (row: EventRow) => [row.occurred_at, row.id], tail: true },
-      (after, limit) => repos.events.list(workspaceId, pipelineId, filters, after, limit),
+      (after, limit, order) => repos.events.list(workspaceId, pipelineId, filters, after, limit, order),
       (rows) => rows.map(presentEvent),
     );
   }

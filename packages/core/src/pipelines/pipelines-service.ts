@@ -81,7 +81,7 @@ export class PipelinesService {
       this.ctx.cursors,
       params,
       { scope: { resource: 'pipelines', workspaceId, filters }, key: (row: PipelineRow) => [row.id] },
-      (after, limit) => repos.pipelines.list(workspaceId, filters, after, limit),
+      (after, limit, order) => repos.pipelines.list(workspaceId, filters, after, limit, order),
       async (rows) => {
         const latest = await repos.runs.latest(rows.map((r) => r.id));
         return rows.map((r) => this.present(r, latest.get(r.id) ?? null));
@@ -221,7 +221,7 @@ export class PipelinesService {
       this.ctx.cursors,
       params,
       { scope: { resource: `runs:${pipelineId}`, workspaceId, filters: {} }, key: (row: RunRow) => [row.id] },
-      (after, limit) => repos.runs.list(workspaceId, pipelineId, after, limit),
+      (after, limit, order) => repos.runs.list(workspaceId, pipelineId, after, limit, order),
       (rows) => rows.map(presentRun),
     );
   }

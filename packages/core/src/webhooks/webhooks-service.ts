@@ -68,7 +68,7 @@ export class WebhooksService {
       this.ctx.cursors,
       params,
       { scope: { resource: 'webhooks', workspaceId, filters: {} }, key: (row: WebhookRow) => [row.id] },
-      (after, limit) => repos.webhooks.list(workspaceId, after, limit),
+      (after, limit, order) => repos.webhooks.list(workspaceId, after, limit, order),
       (rows) => rows.map(present),
     );
   }
@@ -156,7 +156,7 @@ export class WebhooksService {
       this.ctx.cursors,
       params,
       { scope: { resource: `deliveries:${id}`, workspaceId, filters }, key: (row: DeliveryRow) => [row.id] },
-      (after, limit) => repos.deliveries.list(workspaceId, id, filters, after, limit),
+      (after, limit, order) => repos.deliveries.list(workspaceId, id, filters, after, limit, order),
       (rows) => rows.map(presentDelivery),
     );
   }

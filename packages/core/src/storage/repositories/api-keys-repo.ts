@@ -1,3 +1,4 @@
+import type { SortOrder } from '../../common/index.js';
 import type { SqliteIdleReader } from '../sqlite-direct.js';
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { affected, fromJson, toJson, type Db } from '../sql-helpers.js';
@@ -50,8 +51,8 @@ export class ApiKeysRepo {
   }
 
   /** Keys of a workspace by id. */
-  async list(workspaceId: string, after: readonly string[] | undefined, limit: number): Promise<KeysetResult<ApiKeyRow>> {
-    const page = await keysetPage<Record<string, unknown>>(this.db('api_keys').where({ workspace_id: workspaceId }), ['id'], after, limit);
+  async list(workspaceId: string, after: readonly string[] | undefined, limit: number, order: SortOrder = 'asc'): Promise<KeysetResult<ApiKeyRow>> {
+    const page = await keysetPage<Record<string, unknown>>(this.db('api_keys').where({ workspace_id: workspaceId }), ['id'], after, limit, order);
     return { rows: page.rows.map(map), hasMore: page.hasMore };
   }
 

@@ -1,6 +1,6 @@
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { affected, fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
-import type { Connector, JsonObject } from '../../common/index.js';
+import type { Connector, JsonObject , SortOrder } from '../../common/index.js';
 
 /**
  * Row of `connectors`: the record's fields as the API shows them, but `pipeline_count` (counted
@@ -72,10 +72,11 @@ export class ConnectorsRepo {
     filters: { type?: string },
     after: readonly string[] | undefined,
     limit: number,
+    order: SortOrder = 'asc',
   ): Promise<KeysetResult<ConnectorRow>> {
     const query = this.db('connectors').where({ workspace_id: workspaceId });
     if (filters.type !== undefined) query.andWhere({ type: filters.type });
-    const page = await keysetPage<Record<string, unknown>>(query, ['id'], after, limit);
+    const page = await keysetPage<Record<string, unknown>>(query, ['id'], after, limit, order);
     return { rows: page.rows.map(map), hasMore: page.hasMore };
   }
 

@@ -4,7 +4,7 @@ import { LeasedQueue, type Claim } from '../leases.js';
 import { inSqliteTransaction, sqliteStatement } from '../sqlite-direct.js';
 import { affected, INSERT_CHUNK, toInt, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';
-import type { DeliveryStatus, PlatformEventType } from '../../common/index.js';
+import type { DeliveryStatus, PlatformEventType , SortOrder } from '../../common/index.js';
 
 /** Row of `deliveries`. `body` is the exact JSON sent, identical on every attempt. */
 export interface DeliveryRow {
@@ -137,11 +137,12 @@ export class DeliveriesRepo {
     filters: { status?: DeliveryStatus; since?: string },
     after: readonly string[] | undefined,
     limit: number,
+    order: SortOrder = 'asc',
   ): Promise<KeysetResult<DeliveryRow>> {
     const query = this.db('deliveries').where({ workspace_id: workspaceId, subscription_id: subscriptionId });
     if (filters.status !== undefined) query.andWhere({ status: filters.status });
     if (filters.since !== undefined) query.andWhere('created_at', '>=', filters.since);
-    const page = await keysetPage<Record<string, unknown>>(query, ['id'], after, limit);
+    const page = await keysetPage<Record<string, unknown>>(query, ['id'], after, limit, order);
     return { rows: page.rows.map(map), hasMore: page.hasMore };
   }
 

@@ -8,7 +8,7 @@ import { LeasedQueue, type Claim } from '../leases.js';
 import { inSqliteTransaction, sqliteStatement } from '../sqlite-direct.js';
 import { affected, fromJson, isUniqueViolation, toInt, toJson, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';
-import type { EventRecord, EventStatus } from '../../common/index.js';
+import type { EventRecord, EventStatus , SortOrder } from '../../common/index.js';
 import type { JsonObject } from '../../plugin-api/index.js';
 import { sqliteLiteral, type SqlValue, type WriterStep } from '../sqlite-writer-thread.js';
 
@@ -182,21 +182,26 @@ export class EventsRepo {
     return row ? mapEvent(row) : null;
   }
 
-  /** Lists a pipeline's events by `(occurred_at, id)`. */
+  /** Lists a pipeline's events by `(occurred_at, id)`, oldest first or (`desc`) newest first. */
   async list(
     workspaceId: string,
     pipelineId: string,
     filters: EventFilters,
     after: readonly string[] | undefined,
     limit: number,
+    order: SortOrder = 'asc',
   ): Promise<KeysetResult<EventRow>> {
     const query = this.db('events').where({ workspace_id: workspaceId, pipeline_id: pipelineId });
-    // A next page starts after a row at or past `since`: the cursor then says everything `since`
-    // does. Left in, it made SQLite start its index range at `since` rather than at the cursor,
-    // walking every row before the page (18 ms 90,000 rows into a window, against 0.8 ms).
-    const sinceImplied = filters.since !== undefined && after !== undefined && typeof after[0] === 'string' && after[0] >= filters.since;
-    applyFilters(query, sinceImplied ? { ...filters, since: undefined } : filters);
-    const page = await keysetPage<Record<string, unknown>>(query, ['occurred_at', 'id'], after, limit);
+    // A next page starts after a row at or past `since` (oldest first), or before a row before
+    // `until` (newest first): the cursor then says everything that bound does. Left in, it made
+    // SQLite start its index range at the bound rather than at the cursor, walking every row
+    // before the page (18 ms 90,000 rows into a window, against 0.8 ms).
+    const at = after !== undefined && typeof after[0] === 'string' ? after[0] : undefined;
+    let bounds = filters;
+    if (at !== undefined && order === 'asc' && filters.since !== undefined && at >= filters.since) bounds = { ...filters, since: undefined };
+    if (at !== undefined && order === 'desc' && filters.until !== undefined && at < filters.until) bounds = { ...filters, until: undefined };
+    applyFilters(query, bounds);
+    const page = await keysetPage<Record<string, unknown>>(query, ['occurred_at', 'id'], after, limit, order);
     return { rows: page.rows.map(mapEvent), hasMore: page.hasMore };
   }
 

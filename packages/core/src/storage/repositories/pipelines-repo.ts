@@ -1,7 +1,7 @@
 import type { SqliteIdleReader } from '../sqlite-direct.js';
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { affected, fromJson, toJson, type Db } from '../sql-helpers.js';
-import type { Pipeline, PipelineState, TransformStep } from '../../common/index.js';
+import type { Pipeline, PipelineState, TransformStep , SortOrder } from '../../common/index.js';
 
 /** Row of `pipelines`: the public record (without `last_run`) plus what only the engine sees. */
 export type PipelineRow = Omit<Pipeline, 'last_run'> & {
@@ -72,11 +72,12 @@ export class PipelinesRepo {
     filters: { state?: PipelineState; name?: string },
     after: readonly string[] | undefined,
     limit: number,
+    order: SortOrder = 'asc',
   ): Promise<KeysetResult<PipelineRow>> {
     const query = this.db('pipelines').where({ workspace_id: workspaceId }).whereNull('deleted_at');
     if (filters.state !== undefined) query.andWhere({ state: filters.state });
     if (filters.name !== undefined) query.andWhere({ name: filters.name });
-    const page = await keysetPage<Record<string, unknown>>(query, ['id'], after, limit);
+    const page = await keysetPage<Record<string, unknown>>(query, ['id'], after, limit, order);
     return { rows: page.rows.map(map), hasMore: page.hasMore };
   }
 

@@ -3,7 +3,7 @@ import { keysetPage, type KeysetResult } from '../keyset.js';
 import { LeasedQueue } from '../leases.js';
 import { affected, toInt, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';
-import type { Run } from '../../common/index.js';
+import type { Run , SortOrder } from '../../common/index.js';
 import { singleStep, type WriterStep } from '../sqlite-writer-thread.js';
 
 /** Row of `runs`: the public record plus its workspace and queue lease. */
@@ -60,8 +60,8 @@ export class RunsRepo {
   }
 
   /** Runs of a pipeline by id (creation order). */
-  async list(workspaceId: string, pipelineId: string, after: readonly string[] | undefined, limit: number): Promise<KeysetResult<RunRow>> {
-    const page = await keysetPage<Record<string, unknown>>(this.db('runs').where({ workspace_id: workspaceId, pipeline_id: pipelineId }), ['id'], after, limit);
+  async list(workspaceId: string, pipelineId: string, after: readonly string[] | undefined, limit: number, order: SortOrder = 'asc'): Promise<KeysetResult<RunRow>> {
+    const page = await keysetPage<Record<string, unknown>>(this.db('runs').where({ workspace_id: workspaceId, pipeline_id: pipelineId }), ['id'], after, limit, order);
     return { rows: page.rows.map(map), hasMore: page.hasMore };
   }
 

@@ -1,6 +1,6 @@
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { affected, fromJson, toBool, toJson, type Db } from '../sql-helpers.js';
-import type { PlatformEventType } from '../../common/index.js';
+import type { PlatformEventType , SortOrder } from '../../common/index.js';
 
 /** Row of `webhook_subscriptions`; `secret` and `previous_secrets` are sealed. */
 export interface WebhookRow {
@@ -45,8 +45,8 @@ export class WebhooksRepo {
   }
 
   /** Subscriptions of a workspace by id. */
-  async list(workspaceId: string, after: readonly string[] | undefined, limit: number): Promise<KeysetResult<WebhookRow>> {
-    const page = await keysetPage<Record<string, unknown>>(this.db('webhook_subscriptions').where({ workspace_id: workspaceId }), ['id'], after, limit);
+  async list(workspaceId: string, after: readonly string[] | undefined, limit: number, order: SortOrder = 'asc'): Promise<KeysetResult<WebhookRow>> {
+    const page = await keysetPage<Record<string, unknown>>(this.db('webhook_subscriptions').where({ workspace_id: workspaceId }), ['id'], after, limit, order);
     return { rows: page.rows.map(map), hasMore: page.hasMore };
   }
 
