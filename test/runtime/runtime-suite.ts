@@ -194,7 +194,15 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       expect(h.hub.sink('out').events.size).toBe(0);
       expect(await allEvents(h, p.id)).toHaveLength(0);
       expect(h.heard.filter((e) => e.type === 'connector.error')).toHaveLength(1);
+      // The pipeline says what it waits on, in its record and in the list.
+      const { held } = await h.engine.pipelines.get(WS, p.id);
+      expect(held).toMatchObject({ attempts: expect.any(Number), error: { code: expect.any(String), message: expect.any(String) }, events_waiting: 100 });
+      expect(held!.attempts).toBeGreaterThan(3);
+      expect(Date.parse(held!.since)).toBeLessThan(h.clock.now() - 2 * HOUR);
+      expect(Date.parse(held!.next_attempt_at)).toBeGreaterThan(Date.parse(held!.since));
+      expect((await h.engine.pipelines.list(WS)).data.find((x) => x.id === p.id)?.held).toEqual(held);
       await eventually(h.clock, () => h.hub.sink('out').events.size === 120, 10 * MINUTE);
+      await eventually(h.clock, async () => (await h.engine.pipelines.get(WS, p.id)).held === null);
       await eventually(h.clock, async () => (await h.engine.connectors.get(WS, p.destination_connector_id)).health === 'healthy');
       await eventually(h.clock, async () => (await allEvents(h, p.id)).length === 120);
       const events = await allEvents(h, p.id);

@@ -61,6 +61,28 @@ export function createMetrics(engine: Engine): ServerMetrics {
     (s) => s.queues,
   );
   new Gauge({
+    name: 'ferry_pipelines_held',
+    help: 'Pipelines whose flow is held: a source, destination or storage failing, the batch retried with backoff.',
+    registers: [registry],
+    async collect() {
+      this.set((await stats()).holds.length);
+    },
+  });
+  const perHold = (name: string, help: string, value: (hold: StorageStats['holds'][number], now: number) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['pipeline_id'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        const now = engineContext(engine).clock.now();
+        for (const hold of (await stats()).holds) this.set({ pipeline_id: hold.pipeline_id }, value(hold, now));
+      },
+    });
+  perHold('ferry_pipeline_held_seconds', 'How long a held pipeline has been held, in seconds.', (hold, now) => Math.max(0, (now - Date.parse(hold.since)) / 1000));
+  perHold('ferry_pipeline_held_events', 'Events of the batch a held pipeline waits to write.', (hold) => hold.events_waiting);
+  new Gauge({
     name: 'ferry_source_lag_bytes',
     help: 'What a source holds back in its system for a pipeline this server runs, in bytes (a Postgres replication slot: WAL not yet confirmed).',
     labelNames: ['pipeline_id'],

@@ -440,6 +440,7 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
         deliveriesByStatus: {},
         runEvents: { read: 0, written: 0, filtered: 0, dead_lettered: 0 },
         queues: { outbox: 0, deliveries: 0, replays: 0, runs: 0 },
+        holds: [],
       });
       await seedConnectorsAndPipeline();
       await storage.repos.pipelines.insert(pipelineRow({ id: 'pip_2', name: 'two', state: 'active' }));
@@ -458,13 +459,21 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       await storage.repos.outbox.markFannedOut(['evt_s1'], at(5));
       await storage.repos.events.putDeadLetter({ event_id: 'evt_d1', workspace_id: 'ws_a', pipeline_id: 'pip_1', stage: 'destination', record: { type: 't', payload: {} }, replay_requested_at: at(6), created_at: at(6) });
       await storage.repos.events.putDeadLetter({ event_id: 'evt_d2', workspace_id: 'ws_a', pipeline_id: 'pip_1', stage: 'destination', record: { type: 't', payload: {} }, replay_requested_at: null, created_at: at(6) });
+      const hold = { workspace_id: 'ws_a', since: at(7), attempts: 2, error_code: 'connection_refused', error_message: 'refused', next_attempt_at: at(9), events_waiting: 100, updated_at: at(8) };
+      await storage.repos.pipelineHolds.put({ ...hold, pipeline_id: 'pip_2', attempts: 1 });
+      await storage.repos.pipelineHolds.put({ ...hold, pipeline_id: 'pip_2' });
       expect(await storage.repos.stats.read()).toEqual({
         pipelinesByState: { draft: 1, active: 1, paused: 1 },
         runsByStatus: { succeeded: 1, queued: 1 },
         deliveriesByStatus: { pending: 1, retrying: 1, delivered: 1 },
         runEvents: { read: 13, written: 10, filtered: 2, dead_lettered: 1 },
         queues: { outbox: 2, deliveries: 2, replays: 1, runs: 1 },
+        holds: [{ pipeline_id: 'pip_2', since: at(7), events_waiting: 100 }],
       });
+      expect((await storage.repos.pipelineHolds.forPipelines('ws_a', ['pip_1', 'pip_2'])).get('pip_2')?.attempts).toBe(2);
+      expect((await storage.repos.pipelineHolds.forPipelines('ws_b', ['pip_2'])).size).toBe(0);
+      await storage.repos.pipelineHolds.clear('pip_2');
+      expect((await storage.repos.stats.read()).holds).toEqual([]);
     });
 
     it('pipeline minutes: batches add up within a minute, a new minute gets a row of its own, a window reads one workspace', async () => {

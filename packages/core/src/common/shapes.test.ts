@@ -32,7 +32,7 @@ describe('resource schemas', () => {
 
   it('make read-only every field a record shows and its create input lacks', () => {
     expect([...readOnlyFields.connector].sort()).toEqual(['created_at', 'health', 'id', 'last_error', 'pipeline_count', 'rotation_status', 'updated_at']);
-    expect([...readOnlyFields.pipeline].sort()).toEqual(['created_at', 'id', 'last_run', 'state', 'updated_at']);
+    expect([...readOnlyFields.pipeline].sort()).toEqual(['created_at', 'held', 'id', 'last_run', 'state', 'updated_at']);
     expect([...readOnlyFields.webhook].sort()).toEqual(['created_at', 'disabled_reason', 'id', 'updated_at']);
   });
 

@@ -130,6 +130,17 @@ const EventLogSettings = Type.Object(
   { description: 'What the event log keeps of this pipeline.' },
 );
 
+const PipelineHold = Type.Object(
+  {
+    since: Timestamp,
+    attempts: Type.Integer({ description: 'Failed attempts in a row.' }),
+    error: Type.Object({ code: Type.String(), message: Type.String() }, { description: 'The last failure, its message scrubbed of the connector\'s secrets.' }),
+    next_attempt_at: Timestamp,
+    events_waiting: Type.Integer({ description: 'Events of the batch that waits; 0 while the source cannot be read.' }),
+  },
+  { description: 'What a held flow waits on: a source, destination or storage that fails, the batch retried with backoff.' },
+);
+
 const Pipeline = Type.Object({
   id: Id('pipeline'),
   name: Type.String(),
@@ -142,6 +153,7 @@ const Pipeline = Type.Object({
   flush_interval_ms: Type.Integer({ description: 'Longest a streaming batch waits to fill before it is flushed, in ms.' }),
   max_attempts: Type.Integer({ description: 'Attempts per event before it is dead-lettered.' }),
   event_log: EventLogSettings,
+  held: Nullable(PipelineHold, { description: 'Set while the flow is held: its batch is retried with backoff and nothing moves on; null otherwise.' }),
   last_run: Nullable(Run),
   created_at: Timestamp,
   updated_at: Timestamp,

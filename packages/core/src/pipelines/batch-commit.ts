@@ -98,7 +98,16 @@ export class BatchCommitter {
         now,
       });
     await ctx.eventLog.record(pipeline.workspace_id, pipeline.id, results, now, record, payloads);
-    if (notices.length > 0) ctx.bus.publish(notices);
+    if (notices.length > 0) {
+      ctx.bus.publish(notices);
+      // One line per batch, however many of its events were dead-lettered: the events listing and
+      // the notifications hold each one.
+      const first = deadLetters[0]!;
+      ctx.logger.warn(
+        { pipeline_id: pipeline.id, dead_lettered: deadLetters.length, event_id: first.event_id, stage: first.stage, code: (notices[0]!.data as { code?: string }).code },
+        deadLetters.length === 1 ? 'event dead-lettered' : 'events dead-lettered',
+      );
+    }
     if (batch.runId) runChanged(ctx, { workspace_id: pipeline.workspace_id, pipeline_id: pipeline.id, id: batch.runId });
   }
 }

@@ -9,6 +9,7 @@ import { processItems, type ItemResult } from './event-processor.js';
 import { toWorkItems } from './source-records.js';
 import { FlowError, FlowStop, toFlowError, type FlowEnd } from './flow-error.js';
 import { FairYield } from './fair-yield.js';
+import { FlowHold } from './flow-hold.js';
 import { consumePushSource } from './push-consumption.js';
 import { ReadAhead } from './read-ahead.js';
 import { endBatchSpan, flowFailure, startBatchSpan } from './batch-span.js';
@@ -106,8 +107,10 @@ export class PipelineFlow {
    * it (`back`) fail and retry at the same time, and each keeps its own count, so neither doubles
    * the other's budget or backoff, and a success of one does not end the other's outage.
    */
-  private readonly fore: Lane = { failures: 0 };
-  private readonly back: Lane = { failures: 0 };
+  private readonly fore: Lane = { failures: 0, waiting: 0 };
+  private readonly back: Lane = { failures: 0, waiting: 0 };
+  /** What the flow waits on while it is held: the pipeline's `held`, and the log. */
+  private readonly hold: FlowHold;
   private failing = false;
   /** `onFailing` and `onRecovered`, one after the other: a run is never started and ended at once. */
   private announcing: Promise<unknown> = Promise.resolve();
@@ -124,6 +127,7 @@ export class PipelineFlow {
   ) {
     this.health = new HealthReporter(deps.ctx, deps.options.downAfterAttempts);
     this.commits = new BatchCommitter(deps.ctx, spec.pipelineId);
+    this.hold = new FlowHold(deps.ctx, spec.pipelineId);
   }
 
   /**
@@ -157,6 +161,7 @@ export class PipelineFlow {
    */
   async run(): Promise<FlowEnd> {
     let end: FlowEnd;
+    await this.hold.clearLeftover();
     try {
       if (!(await this.refresh())) {
         end = 'inactive';
@@ -186,6 +191,7 @@ export class PipelineFlow {
     this.conns = undefined;
     await conns?.close();
     this.commits.close();
+    await this.hold.release(false);
   }
 
   /**
@@ -296,6 +302,7 @@ export class PipelineFlow {
     let early = this.ahead.take(this.conns!.reader as PullSource, from, this.row.batch_size);
     const readStarted = performance.now();
     let attempt = 0;
+    this.fore.waiting = 0;
     const batch = await this.retrying('source', async () => {
       // A retry reads with what may have fixed the failure: the source's new settings, the new batch size.
       if (attempt++ > 0) await this.refreshForRetry('source');
@@ -412,6 +419,7 @@ export class PipelineFlow {
     // What the destination took in an attempt cut short is not sent again by the next one.
     const carried: Array<ItemResult | undefined> = [];
     let attempt = 0;
+    this.fore.waiting = items.length;
     const results = await this.retrying('destination', async () => {
       // A held batch is tried again with what may have fixed it: the destination's new settings,
       // the pipeline's new steps and batch size (at most that many events per write).
@@ -457,6 +465,7 @@ export class PipelineFlow {
     after?.catch(() => undefined);
     const commitBatch = this.commits.queue(after);
     try {
+      lane.waiting = results.length;
       const write = () => commitBatch({ pipeline: row, runId: this.spec.runId(), fence: this.spec.fence, results, checkpoint, counts });
       await (span ? inSpan('ferry.pipeline.commit', {}, spanContext(span), () => this.retrying('storage', write, lane), flowFailure) : this.retrying('storage', write, lane));
       if (previous) await previous;
@@ -509,7 +518,9 @@ export class PipelineFlow {
    */
   private async progressed(lane: Lane = this.fore): Promise<void> {
     lane.failures = 0;
-    if (!this.failing || this.fore.failures > 0 || this.back.failures > 0) return;
+    if (this.fore.failures > 0 || this.back.failures > 0) return;
+    if (this.hold.held) await this.hold.release(true);
+    if (!this.failing) return;
     this.failing = false;
     await this.announce(() => this.spec.onRecovered?.());
   }
@@ -529,7 +540,6 @@ export class PipelineFlow {
     const flow = error instanceof FlowError ? error : stage === 'storage' ? storageFlowError(error) : toFlowError(stage, error, this.conns?.scrub ?? ((t) => t));
     const failures = ++lane.failures;
     const side = flow.stage === 'source' ? this.conns?.source : flow.stage === 'destination' ? this.conns?.destination : undefined;
-    this.deps.ctx.logger.warn({ pipeline_id: this.spec.pipelineId, stage: flow.stage, code: flow.code, attempt: failures, err: flow.message }, 'pipeline batch failed; holding the flow');
     // A setup problem is what a check would find: the connector is down now, not after a streak.
     const consecutive = flow.needsFix ? Math.max(failures, this.deps.options.downAfterAttempts) : failures;
     if (side) await this.health.failed(side, consecutive, { code: flow.code, message: flow.message }).catch(() => undefined);
@@ -546,6 +556,7 @@ export class PipelineFlow {
     // so a fix made outside Ferry (an ALTER TABLE, a GRANT) is picked up within a minute while a
     // broken pipeline costs one attempt a minute, not a burst.
     const delay = flow.retryable ? backoffDelay(this.deps.options.retry, failures) : backoffDelay(this.deps.options.retry, MAX_BACKOFF_ATTEMPT);
+    await this.hold.failed((this.row as PipelineRow | undefined)?.workspace_id, flow, failures, delay, lane.waiting);
     try {
       await sleep(this.deps.ctx.clock, delay, AbortSignal.any([this.stopper.signal, woken, this.wake.signal]));
     } catch {
@@ -566,6 +577,8 @@ export class PipelineFlow {
 /** One line of work's failures in a row. */
 interface Lane {
   failures: number;
+  /** Events of the batch this lane works on, for `held.events_waiting`. */
+  waiting: number;
 }
 
 function storageFlowError(error: unknown): FlowError {

@@ -4,7 +4,7 @@ import { type CreatePipelineInput, type Page, type PageParams, type Pipeline, ty
 import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../context/index.js';
 import { assertSchedule } from './cron-schedule.js';
 import { DEFAULT_STATS_MINUTES, readPipelineStats } from './pipeline-stats.js';
-import { type Repositories, isUniqueViolation, type PipelineRow, type NewRun, type RunRow } from '../storage/index.js';
+import { type Repositories, isUniqueViolation, type PipelineHoldRow, type PipelineRow, type NewRun, type RunRow } from '../storage/index.js';
 import type { TSchema } from '@sinclair/typebox';
 
 /** The result of deleting a pipeline: gone at once, or `deleting` until in-flight runs finish. */
@@ -65,8 +65,8 @@ export class PipelinesService {
     const repos = reader(this.ctx);
     const row = await repos.pipelines.get(workspaceId, id);
     if (!row) throw notFound('pipeline', id);
-    const latest = await repos.runs.latest([id]);
-    return this.present(row, latest.get(id) ?? null);
+    const [latest, holds] = await Promise.all([repos.runs.latest([id]), repos.pipelineHolds.forPipelines(workspaceId, [id])]);
+    return this.present(row, latest.get(id) ?? null, holds.get(id));
   }
 
   /** Lists pipelines, optionally by `state` and exact `name`. */
@@ -83,8 +83,9 @@ export class PipelinesService {
       { scope: { resource: 'pipelines', workspaceId, filters }, key: (row: PipelineRow) => [row.id] },
       (after, limit, order) => repos.pipelines.list(workspaceId, filters, after, limit, order),
       async (rows) => {
-        const latest = await repos.runs.latest(rows.map((r) => r.id));
-        return rows.map((r) => this.present(r, latest.get(r.id) ?? null));
+        const ids = rows.map((r) => r.id);
+        const [latest, holds] = await Promise.all([repos.runs.latest(ids), repos.pipelineHolds.forPipelines(workspaceId, ids)]);
+        return rows.map((r) => this.present(r, latest.get(r.id) ?? null, holds.get(r.id)));
       },
     );
   }
@@ -324,7 +325,7 @@ export class PipelinesService {
     }
   }
 
-  private present(row: PipelineRow, lastRun: RunRow | null): Pipeline {
+  private present(row: PipelineRow, lastRun: RunRow | null, hold?: PipelineHoldRow): Pipeline {
     return {
       id: row.id,
       name: row.name,
@@ -337,6 +338,7 @@ export class PipelinesService {
       flush_interval_ms: row.flush_interval_ms,
       max_attempts: row.max_attempts,
       event_log: { payloads: row.event_log.payloads, retention_days: row.event_log.retention_days },
+      held: hold ? { since: hold.since, attempts: hold.attempts, error: { code: hold.error_code, message: hold.error_message }, next_attempt_at: hold.next_attempt_at, events_waiting: hold.events_waiting } : null,
       last_run: lastRun ? presentRun(lastRun) : null,
       created_at: row.created_at,
       updated_at: row.updated_at,

@@ -15,6 +15,7 @@ export { type DeadLetterRow, type EventFilters, type EventRow } from './reposito
 export { type IdempotencyBegin, type IdempotencyRecord } from './repositories/idempotency-repo.js';
 export { type InboxEntry, type InboxRow } from './repositories/inbox-repo.js';
 export { type OutboxRow } from './repositories/outbox-repo.js';
+export { type PipelineHoldRow } from './repositories/pipeline-holds-repo.js';
 export { type MinuteCounts, type PipelineMinuteRow } from './repositories/pipeline-minutes-repo.js';
 export { type PipelineRow } from './repositories/pipelines-repo.js';
 export { type NewRun, type RunRow } from './repositories/runs-repo.js';

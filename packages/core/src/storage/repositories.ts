@@ -11,6 +11,7 @@ import { InboxRepo } from './repositories/inbox-repo.js';
 import { StatsRepo } from './repositories/stats-repo.js';
 import { OutboxRepo } from './repositories/outbox-repo.js';
 import { PipelineMinutesRepo } from './repositories/pipeline-minutes-repo.js';
+import { PipelineHoldsRepo } from './repositories/pipeline-holds-repo.js';
 import { PipelinesRepo } from './repositories/pipelines-repo.js';
 import { RunsRepo } from './repositories/runs-repo.js';
 import { WebhooksRepo } from './repositories/webhooks-repo.js';
@@ -24,6 +25,7 @@ export class Repositories {
   readonly connectors: ConnectorsRepo;
   readonly pipelines: PipelinesRepo;
   readonly pipelineMinutes: PipelineMinutesRepo;
+  readonly pipelineHolds: PipelineHoldsRepo;
   readonly runs: RunsRepo;
   readonly checkpoints: CheckpointsRepo;
   readonly events: EventsRepo;
@@ -45,6 +47,7 @@ export class Repositories {
     this.connectors = new ConnectorsRepo(db);
     this.pipelines = new PipelinesRepo(db, idle);
     this.pipelineMinutes = new PipelineMinutesRepo(db);
+    this.pipelineHolds = new PipelineHoldsRepo(db);
     this.runs = new RunsRepo(db, dialect, idle);
     this.checkpoints = new CheckpointsRepo(db, dialect);
     this.events = new EventsRepo(db, dialect);

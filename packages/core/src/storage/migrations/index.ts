@@ -5,6 +5,7 @@ import * as deliveriesDueIndex from './0003-deliveries-due-index.js';
 import * as eventsListingIndexes from './0004-events-listing-indexes.js';
 import * as pipelineMinutes from './0005-pipeline-minutes.js';
 import * as pipelineEventLog from './0006-pipeline-event-log.js';
+import * as pipelineHolds from './0007-pipeline-holds.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -18,6 +19,7 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Migration]> = [
   ['0004-events-listing-indexes', eventsListingIndexes],
   ['0005-pipeline-minutes', pipelineMinutes],
   ['0006-pipeline-event-log', pipelineEventLog],
+  ['0007-pipeline-holds', pipelineHolds],
 ];
 
 /**

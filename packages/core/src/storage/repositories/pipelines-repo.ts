@@ -4,7 +4,7 @@ import { affected, fromJson, toJson, type Db } from '../sql-helpers.js';
 import type { Pipeline, PipelineState, TransformStep , SortOrder } from '../../common/index.js';
 
 /** Row of `pipelines`: the public record (without `last_run`) plus what only the engine sees. */
-export type PipelineRow = Omit<Pipeline, 'last_run'> & {
+export type PipelineRow = Omit<Pipeline, 'last_run' | 'held'> & {
   workspace_id: string;
   /** Per-pipeline salt of the `mask` step's hashes. */
   salt: string;

@@ -15,6 +15,8 @@ export interface StorageStats {
   runEvents: { read: number; written: number; filtered: number; dead_lettered: number };
   /** Work waiting: platform events not fanned out, deliveries pending or retrying, replays requested, runs queued. */
   queues: { outbox: number; deliveries: number; replays: number; runs: number };
+  /** Pipelines whose flow is held: since when, and the events of the batch that waits. */
+  holds: { pipeline_id: string; since: string; events_waiting: number }[];
 }
 
 type Rows = Array<Record<string, unknown>>;
@@ -43,6 +45,11 @@ export class StatsRepo {
         replays: await count(this.db('dead_letters').whereNotNull('replay_requested_at').count('* as n')),
         runs: await count(this.db('runs').where({ status: 'queued' }).count('* as n')),
       },
+      holds: ((await this.db('pipeline_holds').select('pipeline_id', 'since', 'events_waiting').orderBy('pipeline_id')) as { pipeline_id: string; since: string; events_waiting: number | string }[]).map((h) => ({
+        pipeline_id: h.pipeline_id,
+        since: h.since,
+        events_waiting: Number(h.events_waiting),
+      })),
     };
   }
 }
