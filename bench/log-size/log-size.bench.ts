@@ -16,6 +16,7 @@
  * pipelines' and runs' rows and the WAL are not counted.
  */
 import { rmSync } from 'node:fs';
+import type { Knex } from 'knex';
 import { join } from 'node:path';
 import { postgresStorage, sqliteStorage, type StorageConfig } from '@ferry/core';
 import { engineContext } from '@ferry/core/internal';
@@ -34,7 +35,7 @@ function payloadBytesPerEvent(count: number): number {
 }
 
 /** Bytes the event log's tables and indexes take in the engine's storage, in all and by table or index. */
-async function logBytes(knex: import('knex').Knex, dialect: 'sqlite' | 'postgres'): Promise<{ total: number; parts: Map<string, number> }> {
+async function logBytes(knex: Knex, dialect: 'sqlite' | 'postgres'): Promise<{ total: number; parts: Map<string, number> }> {
   const placeholders = LOG_TABLES.map(() => '?').join(', ');
   const rows =
     dialect === 'sqlite'
