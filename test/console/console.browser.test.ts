@@ -284,6 +284,41 @@ describe('the console for every user', () => {
     await dialog.waitFor({ state: 'hidden' });
   }, 60_000);
 
+  it('says a held pipeline is held, in the list and at the top of its page, and no longer once it moves', async () => {
+    const host = await startConsoleHost('fastify');
+    hosts.push(host);
+    const { engine, clock, hub } = host;
+    hub.sink('out').down(60 * 60_000);
+    const pipeline = await ordersPipeline(host);
+    for (let n = 10; n < 15; n++) hub.stream('in').push({ type: 'order.created', payload: { n } });
+    await eventually(clock, async () => ((await engine.pipelines.get('default', pipeline.id)).held?.attempts ?? 0) >= 2, 60_000);
+    const { page, watch } = await openPage(host);
+    await signIn(page, host);
+    const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'orders' }) });
+    await row.getByText(/held, \d+ attempts/).waitFor();
+    await row.getByRole('link', { name: 'orders' }).click();
+    const notice = page.getByRole('status', { name: 'Held' });
+    await notice.waitFor();
+    const text = (await notice.textContent()) ?? '';
+    expect(text).toMatch(/Held since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
+    expect(text).toContain('5 events wait');
+    expect(text).toContain('connection_refused');
+    expect(text).toMatch(/Next attempt \d{4}-/);
+    await shot(page, 'pipeline-held');
+    // The destination is back: the flow moves, and the notice goes with the next refresh.
+    hub.sink('out').up();
+    await eventually(clock, async () => (await engine.pipelines.get('default', pipeline.id)).held === null, 60_000);
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'orders' }).waitFor();
+    await page.locator('tr[data-event-id]').first().waitFor();
+    expect(await page.getByRole('status', { name: 'Held' }).count()).toBe(0);
+    // The events open newest first, as the API lists them with order=desc.
+    const newestFirst = (await engine.events.list('default', pipeline.id, { order: 'desc' })).data.map((e) => e.id);
+    expect(await page.locator('tr[data-event-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id')))).toEqual(newestFirst);
+    expect(watch.problems).toEqual([]);
+    expect(watch.foreignRequests).toEqual([]);
+  }, 60_000);
+
   it('reflows at 400 % zoom (320 CSS pixels wide) with no sideways scrolling of the page, and nothing jumps as data arrives', async () => {
     const host = await startConsoleHost('fastify');
     hosts.push(host);

@@ -6,6 +6,7 @@ import { Badge } from '../components/badge.js';
 import { ConfirmDialog } from '../components/confirm-dialog.js';
 import { DataTable } from '../components/data-table.js';
 import { EmptyState } from '../components/empty-state.js';
+import { HeldNotice } from '../components/held-notice.js';
 import { Layout, type Shell } from '../components/layout.js';
 import { MinuteChart } from '../components/minute-chart.js';
 import { Pager } from '../components/pager.js';
@@ -63,6 +64,7 @@ export function PipelineView({ id, tab, location, shell }: { id: string; tab: 'e
     <Layout {...shell} title={data?.pipeline.name ?? 'Pipeline'} actions={data ? <PipelineActions pipeline={data.pipeline} action={action} onDone={resource.reload} /> : undefined}>
       <ActionOutcome action={action} />
       {resource.problem ? <ProblemBox problem={resource.problem} context="The pipeline could not be loaded" /> : null}
+      {data?.pipeline.held ? <HeldNotice held={data.pipeline.held} /> : null}
       <section class="summary" aria-label="Summary">
         <dl class="facts">
           <div>
@@ -127,7 +129,7 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
   const [changing, setChanging] = useState(false);
   const action = useAction();
   const resource = useResource<Page<EventRecord>>(
-    () => api<Page<EventRecord>>('GET', `/v2/pipelines/${encodeURIComponent(pipelineId)}/events`, { query: { limit: 50, ...filters, cursor } }),
+    () => api<Page<EventRecord>>('GET', `/v2/pipelines/${encodeURIComponent(pipelineId)}/events`, { query: { limit: 50, order: 'desc', ...filters, cursor } }),
     [pipelineId, location.query.toString()],
     changing ? 1500 : 15_000,
   );
@@ -204,7 +206,7 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
           </Link>
         </div>
       </form>
-      <p class="muted small">Oldest first, by when each event happened, as the API lists them: set Since to start at recent ones.</p>
+      <p class="muted small">Newest first, by when each event happened; Until and Since narrow the window.</p>
       <div class="bulk">
         <button type="button" class="button button-danger" disabled={action.busy || deadLettered === 0} onClick={() => setConfirming(true)}>
           Replay dead-lettered…
@@ -312,14 +314,14 @@ function EventDetail({ event, action, onReplay }: { event: EventRecord; action: 
 
 function RunsPanel({ pipelineId, base, location }: { pipelineId: string; base: string; location: Location }): JSX.Element {
   const cursor = location.query.get('cursor') ?? '';
-  const resource = useResource<Page<Run>>(() => api<Page<Run>>('GET', `/v2/pipelines/${encodeURIComponent(pipelineId)}/runs`, { query: { limit: 50, cursor } }), [pipelineId, cursor], 15_000);
+  const resource = useResource<Page<Run>>(() => api<Page<Run>>('GET', `/v2/pipelines/${encodeURIComponent(pipelineId)}/runs`, { query: { limit: 50, order: 'desc', cursor } }), [pipelineId, cursor], 15_000);
   const runs = resource.data?.data;
   return (
     <section aria-labelledby="runs-title">
       <h2 id="runs-title" class="visually-hidden">
         Runs
       </h2>
-      <p class="muted small">Oldest first, as the API lists them; the last run is in the summary above.</p>
+      <p class="muted small">Newest first; the last run is also in the summary above.</p>
       {resource.problem ? <ProblemBox problem={resource.problem} context="The runs could not be loaded" /> : null}
       {runs && runs.length === 0 ? (
         <EmptyState title="No runs yet.">

@@ -88,6 +88,12 @@ export function PipelinesView({ location, shell }: { location: Location; shell: 
                     </th>
                     <td>
                       <Badge value={p.state} />
+                      {p.held ? (
+                        <>
+                          {' '}
+                          <Badge value="held" label={`held, ${p.held.attempts} attempts`} />
+                        </>
+                      ) : null}
                     </td>
                     <td>{p.schedule ? <code>{p.schedule}</code> : <Badge value="streaming" />}</td>
                     <td>
