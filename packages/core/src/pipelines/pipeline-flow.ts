@@ -376,6 +376,8 @@ export class PipelineFlow {
       commitBehind: (written, batch) => this.commitBehind(written, batch),
       pending: () => this.pending,
       sourceBroke: async (error, woken) => {
+        // No batch waits: the source itself cannot be consumed.
+        this.fore.waiting = 0;
         await this.failure('source', error, this.fore, woken);
         this.connectors = 'source_stale';
       },
