@@ -230,8 +230,11 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       expect(byN.get(3)!.attempts).toBe(3);
       expect(byN.get(7)!.error).toMatchObject({ stage: 'destination', code: 'record_rejected' });
       expect(byN.get(7)!.payload).toMatchObject({ n: 7, seen: true, amount: 7 });
-      const announced = h.heard.filter((e) => e.type === 'event.dead_lettered');
-      expect(announced.map((e) => e.data.event_id).sort()).toEqual(dead.map((e) => e.id).sort());
+      // Announced once committed: on the SQLite writer thread the rows can be read a moment before
+      // the engine hears its commit answered and publishes.
+      const announced = () => h.heard.filter((e) => e.type === 'event.dead_lettered').map((e) => String(e.data.event_id)).sort();
+      await eventually(h.clock, () => announced().length === 2);
+      expect(announced()).toEqual(dead.map((e) => e.id).sort());
       // A replay of something else is refused.
       const delivered = (await allEvents(h, p.id, 'delivered'))[0]!;
       await expect(h.engine.events.replay(WS, delivered.id)).rejects.toSatisfy((e) => isFerryError(e, 'event_not_dead_lettered'));
@@ -617,6 +620,8 @@ export function runRuntimeSuite(name: string, factory: RuntimeDatabaseFactory): 
       const streamed: string[] = [];
       const sub = h.engine.platformEvents$.subscribe((e) => streamed.push(e.type));
       await eventually(h.clock, async () => (await allEvents(h, p.id)).length === 2, 5_000);
+      // Published once the engine hears the commit answered (a moment after the rows can be read, on the writer thread).
+      await eventually(h.clock, () => streamed.includes('event.dead_lettered'));
       sub.unsubscribe();
       const stored = (await engineContext(h.engine).storage.repos.outbox.listForWorkspace(WS)).filter((e) => e.type === 'event.dead_lettered');
       expect(stored).toHaveLength(1);
