@@ -22,13 +22,19 @@ function keptLogger(lines: string[]): Logger {
   return logger;
 }
 
-it('a held pipeline says what it waits on, in its record and in /metrics, logs once, and is clear again once it recovers', async () => {
+/** A started engine on SQLite in memory with the memory connector, on a virtual clock, its log kept. */
+async function start() {
   const clock = new VirtualClock(undefined, { settleRealMs: 1 });
   const hub = new MemoryHub({ clock });
   const lines: string[] = [];
   const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), clock, plugins: [memoryConnector(hub)], webhookDelivery: false, logger: keptLogger(lines) });
   await engine.start();
   engines.push(engine);
+  return { engine, clock, hub, lines };
+}
+
+it('a held pipeline says what it waits on, in its record and in /metrics, logs once, and is clear again once it recovers', async () => {
+  const { engine, clock, hub, lines } = await start();
   for (let n = 0; n < 30; n++) hub.stream('in').push({ type: 'order.created', payload: { n } });
   hub.sink('out').down(9 * MINUTE);
   const source = await engine.connectors.create(WS, { type: 'memory', direction: 'source', config: { name: 'in' } });
@@ -57,12 +63,7 @@ it('a held pipeline says what it waits on, in its record and in /metrics, logs o
 });
 
 it('a pause clears the hold, and a dead letter is one log line', async () => {
-  const clock = new VirtualClock(undefined, { settleRealMs: 1 });
-  const hub = new MemoryHub({ clock });
-  const lines: string[] = [];
-  const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), clock, plugins: [memoryConnector(hub)], webhookDelivery: false, logger: keptLogger(lines) });
-  await engine.start();
-  engines.push(engine);
+  const { engine, clock, hub, lines } = await start();
   for (let n = 0; n < 10; n++) hub.stream('in').push({ type: 'order.created', payload: { n } });
   hub.sink('out').reject((e) => e.payload.n === 4);
   const source = await engine.connectors.create(WS, { type: 'memory', direction: 'source', config: { name: 'in' } });
