@@ -66,10 +66,20 @@ async function shot(page: Page, name: string): Promise<void> {
 
 const layoutShift = (page: Page) => page.evaluate(() => (window as unknown as { __cls: number }).__cls);
 
-async function signIn(page: Page, host: ConsoleHost, key = host.key): Promise<void> {
+/** Opens the console and submits `key` on its sign-in form; what follows is the caller's to check. */
+async function submitKey(page: Page, host: ConsoleHost, key: string): Promise<void> {
   await page.goto(`${host.consoleUrl}/`);
   await page.getByLabel('API key').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/**
+ * Signs in with the host's key and waits until the console took it: the form tries the key on
+ * the API before it keeps it, so a navigation straight after the click can outrun it.
+ */
+async function signIn(page: Page, host: ConsoleHost): Promise<void> {
+  await submitKey(page, host, host.key);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
 }
 
 /** A pipeline `orders` from memory `in` to memory `out`, whose sink refuses the event with n = 3. */
@@ -99,7 +109,7 @@ describe('the console on Fastify', () => {
     const { page, watch } = await openPage(host);
 
     // A wrong key: the API's own problem, its code and detail.
-    await signIn(page, host, 'fk_not-a-real-key');
+    await submitKey(page, host, 'fk_not-a-real-key');
     const alert = page.getByRole('alert');
     await alert.waitFor();
     expect(await alert.textContent()).toContain('unauthenticated');
