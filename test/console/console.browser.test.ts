@@ -317,7 +317,9 @@ describe('the console for every user', () => {
     await shot(page, 'pipeline-held');
     // The destination is back: the flow moves, and the notice goes with the next refresh.
     hub.sink('out').up();
-    await eventually(clock, async () => (await engine.pipelines.get('default', pipeline.id)).held === null, 60_000);
+    // Reloaded once the events are listed too: the hold may end a moment before the batch's
+    // commit is visible, and the page would then open on an empty log until its next refresh.
+    await eventually(clock, async () => (await engine.pipelines.get('default', pipeline.id)).held === null && (await engine.events.list('default', pipeline.id)).data.length === 5, 60_000);
     await page.reload();
     await page.getByRole('heading', { level: 1, name: 'orders' }).waitFor();
     await page.locator('tr[data-event-id]').first().waitFor();
