@@ -39,7 +39,7 @@ async function listAll(engine: Engine, pipelineId: string) {
   return (await engine.events.list(WS, pipelineId, { limit: 100 })).data;
 }
 
-it('deletes delivered events past their retention on the clock, and keeps the dead-lettered ones a replay needs', async () => {
+it('deletes batches of settled events past their retention on the clock, and keeps a batch holding a dead letter a replay needs', async () => {
   const { engine, clock, hub } = await start({ eventsMs: DAY, runsMs: DAY, platformEventsMs: DAY, intervalMs: HOUR });
   for (let n = 0; n < 10; n++) hub.stream('in').push({ type: 'order.created', payload: { n } });
   hub.sink('out').reject((e) => e.payload.n === 7);
@@ -47,30 +47,38 @@ it('deletes delivered events past their retention on the clock, and keeps the de
   const destination = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
   const pipeline = await engine.pipelines.create(WS, { name: 'kept', source_connector_id: source.id, destination_connector_id: destination.id, activate: true, batch_size: 100, flush_interval_ms: HOUR });
   await eventually(clock, async () => (await listAll(engine, pipeline.id)).length === 10, 1000);
+  // A second batch, all delivered.
+  for (let n = 10; n < 13; n++) hub.stream('in').push({ type: 'order.created', payload: { n } });
+  await eventually(clock, async () => (await listAll(engine, pipeline.id)).length === 13, MINUTE);
 
   // Within the retention, a pass deletes nothing.
   await clock.advance(2 * HOUR);
-  expect(await listAll(engine, pipeline.id)).toHaveLength(10);
+  expect(await listAll(engine, pipeline.id)).toHaveLength(13);
 
-  // A day later, the next pass deletes the delivered events; the dead-lettered one stays.
+  // A day later, the next pass deletes the settled batch; the batch holding the dead letter stays whole.
   await clock.advance(DAY);
-  await eventually(clock, async () => (await listAll(engine, pipeline.id)).length === 1, MINUTE);
-  const [kept] = await listAll(engine, pipeline.id);
-  expect(kept).toMatchObject({ status: 'dead_lettered', payload: { n: 7 } });
+  await eventually(clock, async () => (await listAll(engine, pipeline.id)).length === 10, MINUTE);
+  const kept = await listAll(engine, pipeline.id);
+  expect(kept.filter((e) => e.status === 'dead_lettered')).toMatchObject([{ status: 'dead_lettered', payload: { n: 7 } }]);
   // The stream's run is still running: it stays. Platform events fanned out a day ago are gone.
   expect((await engine.pipelines.listRuns(WS, pipeline.id)).data.map((r) => r.status)).toEqual(['running']);
   expect(await engineContext(engine).storage.repos.outbox.listForWorkspace(WS)).toEqual([]);
 
+  // Replayed and delivered, the dead letter no longer holds its batch: the next pass deletes it.
+  hub.sink('out').acceptAll();
+  await engine.events.replay(WS, kept.find((e) => e.status === 'dead_lettered')!.id);
+  await eventually(clock, async () => (await listAll(engine, pipeline.id)).length === 0, MINUTE);
+
   // What arrives later is kept for its own day.
-  hub.stream('in').push({ type: 'order.created', payload: { n: 10 } });
-  await eventually(clock, async () => (await listAll(engine, pipeline.id)).length === 2, MINUTE);
+  hub.stream('in').push({ type: 'order.created', payload: { n: 13 } });
+  await eventually(clock, async () => (await listAll(engine, pipeline.id)).length === 1, MINUTE);
 });
 
 it('keeps everything but the per-minute counts by default, and everything in an engine that runs no pipelines', async () => {
   for (const [retention, runtime] of [[{}, undefined], [{ eventsMs: DAY, intervalMs: HOUR }, false]] as const) {
     const { engine, clock } = await start(retention, runtime);
     const repos = engineContext(engine).storage.repos;
-    await repos.events.upsertMany([
+    await repos.events.append([
       { id: 'evt_old', workspace_id: WS, pipeline_id: 'pip_x', type: 't', occurred_at: '2020-01-01T00:00:00.000Z', payload: {}, status: 'delivered', attempts: 1, error: null, dead_lettered_at: null, created_at: '2020-01-01T00:00:00.000Z', updated_at: '2020-01-01T00:00:00.000Z' },
     ]);
     await repos.pipelineMinutes.add({ pipeline_id: 'pip_x', workspace_id: WS, minute: '2020-01-01T00:00:00.000Z', events_read: 1, events_written: 1, events_filtered: 0, events_dead_lettered: 0 });
@@ -137,17 +145,17 @@ it("applies a pipeline's own event_log: payloads of failed events only, and a re
   expect(listed.filter((e) => e.status === 'dead_lettered').map((e) => e.payload)).toEqual([{ n: 3 }]);
   expect((await listAll(engine, full.id)).map((e) => e.payload!.n).sort()).toEqual([0, 1]);
 
-  // A day later the lean pipeline's settled events are gone; its dead letter and the other pipeline's events stay.
-  await clock.advance(DAY + HOUR);
-  await eventually(clock, async () => (await listAll(engine, lean.id)).length === 1, MINUTE);
-  expect((await listAll(engine, full.id)).length).toBe(2);
-
   // A replayed dead letter was dead-lettered: it keeps its payload once delivered.
   hub.sink('out').acceptAll();
-  const [dead] = await listAll(engine, lean.id);
-  await engine.events.replay(WS, dead!.id);
-  await eventually(clock, async () => (await listAll(engine, lean.id))[0]?.status === 'delivered', MINUTE);
-  expect((await listAll(engine, lean.id))[0]).toMatchObject({ status: 'delivered', payload: { n: 3 } });
+  const dead = listed.find((e) => e.status === 'dead_lettered')!;
+  await engine.events.replay(WS, dead.id);
+  await eventually(clock, async () => (await engine.events.get(WS, dead.id)).status === 'delivered', MINUTE);
+  expect(await engine.events.get(WS, dead.id)).toMatchObject({ status: 'delivered', payload: { n: 3 } });
+
+  // A day later the lean pipeline's events are gone; the other pipeline's stay.
+  await clock.advance(DAY + HOUR);
+  await eventually(clock, async () => (await listAll(engine, lean.id)).length === 0, MINUTE);
+  expect((await listAll(engine, full.id)).length).toBe(2);
 
   // PATCH changes one field and keeps the other.
   expect((await engine.pipelines.update(WS, lean.id, { event_log: { retention_days: null } })).event_log).toEqual({ payloads: 'failed', retention_days: null });

@@ -12,7 +12,7 @@ const at = (day: number, hour = 0) => `2026-11-${String(day).padStart(2, '0')}T$
 describeMatrix('events', (ctx) => {
   async function seeded() {
     const p = await createPipeline(ctx.api);
-    // Inserted out of order: the listing orders by (occurred_at, id).
+    // Recorded out of time order: the listing is in log order, the order they were recorded.
     const rows = await insertEvents(ctx.api, p.id, [
       { occurred_at: at(3), type: 'order.created' },
       { occurred_at: at(1), type: 'order.created' },
@@ -23,10 +23,10 @@ describeMatrix('events', (ctx) => {
     return { p, rows };
   }
 
-  it('lists a pipeline\'s events ordered by (occurred_at, id) with the record fields', async () => {
+  it('lists a pipeline\'s events in log order with the record fields', async () => {
     const { p, rows } = await seeded();
     const page = expectPage(await ctx.api.request('GET', `/v2/pipelines/${p.id}/events`));
-    expect(page.data.map((e: { occurred_at: string }) => e.occurred_at)).toEqual([at(1), at(2), at(3), at(4), at(5)]);
+    expect(page.data.map((e: { occurred_at: string }) => e.occurred_at)).toEqual([at(3), at(1), at(2), at(4), at(5)]);
     expect(page.has_more).toBe(false);
     const dead = page.data.find((e: { id: string }) => e.id === rows[2]!.id);
     expect(dead).toMatchObject({ id: rows[2]!.id, type: 'order.paid', occurred_at: at(2), payload: rows[2]!.payload, status: 'dead_lettered', attempts: 3, error: { stage: 'destination', code: expect.any(String), message: expect.any(String) }, dead_lettered_at: expect.any(String) });
@@ -39,7 +39,7 @@ describeMatrix('events', (ctx) => {
     const times = async (q: string) => expectPage(await ctx.api.request('GET', `${base}?${q}`)).data.map((e: { occurred_at: string }) => e.occurred_at);
     expect(await times('type=order.paid')).toEqual([at(2), at(4)]);
     expect(await times('status=dead_lettered')).toEqual([at(2), at(5)]);
-    expect(await times(`since=${encodeURIComponent(at(2))}`)).toEqual([at(2), at(3), at(4), at(5)]);
+    expect(await times(`since=${encodeURIComponent(at(2))}`)).toEqual([at(3), at(2), at(4), at(5)]);
     expect(await times(`until=${encodeURIComponent(at(3))}`)).toEqual([at(1), at(2)]);
     expect(await times(`since=${encodeURIComponent(at(2))}&until=${encodeURIComponent(at(4))}&type=order.created`)).toEqual([at(3)]);
     // An offset is accepted and compared in UTC.
@@ -82,12 +82,12 @@ describeMatrix('events', (ctx) => {
     expectProblem(await ctx.api.request('GET', `${base}?limit=3&cursor=${encodeURIComponent(`${c.slice(0, -3)}${c.at(-3) === 'x' ? 'y' : 'x'}${c.slice(-2)}`)}`), 400, 'invalid_cursor');
   });
 
-  it('?order=desc lists newest first, and its cursor is refused by the other order; a bad order is 400', async () => {
+  it('?order=desc lists the last recorded first, and its cursor is refused by the other order; a bad order is 400', async () => {
     const { p } = await seeded();
     const first = expectPage(await ctx.api.request('GET', `/v2/pipelines/${p.id}/events?order=desc&limit=2`));
     expect(first.data.map((e: { occurred_at: string }) => e.occurred_at)).toEqual([at(5), at(4)]);
     const rest = expectPage(await ctx.api.request('GET', `/v2/pipelines/${p.id}/events?order=desc&limit=10&cursor=${encodeURIComponent(first.next_cursor!)}`));
-    expect(rest.data.map((e: { occurred_at: string }) => e.occurred_at)).toEqual([at(3), at(2), at(1)]);
+    expect(rest.data.map((e: { occurred_at: string }) => e.occurred_at)).toEqual([at(2), at(1), at(3)]);
     expectProblem(await ctx.api.request('GET', `/v2/pipelines/${p.id}/events?cursor=${encodeURIComponent(first.next_cursor!)}`), 400, 'invalid_cursor');
     const bad = await ctx.api.request('GET', `/v2/pipelines/${p.id}/events?order=newest`);
     expectProblem(bad, 400, 'validation_failed');

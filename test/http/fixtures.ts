@@ -138,7 +138,7 @@ export async function insertEvents(
       updated_at: now,
     };
   });
-  await engineContext(api.engine).storage.repos.events.upsertMany(rows);
+  await engineContext(api.engine).storage.repos.events.append(rows);
   for (const row of rows) {
     if (row.status === 'dead_lettered') {
       await engineContext(api.engine).storage.repos.events.putDeadLetter({

@@ -296,7 +296,7 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
         dead_lettered_at: status === 'dead_lettered' ? new Date(Date.UTC(2026, 0, 1)).toISOString() : null,
         created_at: new Date(Date.UTC(2026, 0, 1)).toISOString(), updated_at: new Date(Date.UTC(2026, 0, 1)).toISOString(),
       });
-      await engineContext(engine).storage.repos.events.upsertMany([row(1, 'delivered'), row(2, 'dead_lettered'), row(3, 'dead_lettered'), row(4, 'delivered')]);
+      await engineContext(engine).storage.repos.events.append([row(1, 'delivered'), row(2, 'dead_lettered'), row(3, 'dead_lettered'), row(4, 'delivered')]);
       const page = await engine.events.list('acme', p.id, { limit: 2 });
       expect(page.data.map((e) => e.payload!.i)).toEqual([1, 2]);
       const tail = await engine.events.list('acme', p.id, { cursor: page.next_cursor! });
@@ -318,6 +318,13 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
       await expectError(engine.events.replay('acme', row(2, 'dead_lettered').id), 'event_not_dead_lettered');
       await expectError(engine.events.replay('other', row(3, 'dead_lettered').id), 'not_found');
       expect(await engine.events.replayMany('acme', p.id, {})).toEqual({ count: 1 });
+      // Log order: an event recorded later with an earlier occurred_at comes last, where a client
+      // tailing with its cursor finds it.
+      const end = await engine.events.list('acme', p.id);
+      await engineContext(engine).storage.repos.events.append([row(0, 'delivered')]);
+      expect((await engine.events.list('acme', p.id)).data.map((e) => e.payload!.i)).toEqual([1, 2, 3, 4, 0]);
+      expect((await engine.events.list('acme', p.id, { cursor: end.next_cursor! })).data.map((e) => e.payload!.i)).toEqual([0]);
+      expect((await engine.events.get('acme', row(0, 'delivered').id)).payload).toEqual({ i: 0 });
     });
 
     it('webhooks: url rules, event types, secrets encrypted and rotated with overlap', async () => {

@@ -231,62 +231,71 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       expect(await storage.repos.checkpoints.get('pip_1')).toEqual({ offset: 20, parts: [3] });
     });
 
-    it('events: idempotent upsert, keyset listing with filters, status compare-and-set, dead letters, bulk replay', async () => {
+    it('events: units in log order, keyset listing with filters, status compare-and-set, dead letters, bulk replay', async () => {
       const rows = Array.from({ length: 30 }, (_, i) => eventRow(i));
-      await storage.repos.events.upsertMany(rows);
-      await storage.repos.events.upsertMany(rows.slice(0, 5).map((r) => ({ ...r, attempts: 2 })));
-      expect((await storage.repos.events.get('ws_a', 'evt_000000'))?.attempts).toBe(2);
+      // Three batches, three units; the listing runs through them in the order they were written.
+      for (let k = 0; k < 30; k += 10) await storage.repos.events.append(rows.slice(k, k + 10));
+      expect((await storage.repos.events.get('ws_a', 'evt_000012'))?.payload).toEqual({ n: 12 });
       expect(await storage.repos.events.get('ws_b', 'evt_000000')).toBeNull();
-      const seen: string[] = [];
-      let after: string[] | undefined;
-      for (;;) {
-        const page = await storage.repos.events.list('ws_a', 'pip_1', {}, after, 7);
-        seen.push(...page.rows.map((r) => r.id));
-        if (!page.hasMore) break;
-        const last = page.rows[page.rows.length - 1]!;
-        after = [last.occurred_at, last.id];
+      expect(await storage.repos.events.get('ws_a', 'evt_999999')).toBeNull();
+      for (const order of ['asc', 'desc'] as const) {
+        const seen: string[] = [];
+        let after: string[] | undefined;
+        for (;;) {
+          const page = await storage.repos.events.list('ws_a', 'pip_1', {}, after, 7, order);
+          seen.push(...page.rows.map((r) => r.id));
+          if (!page.hasMore) break;
+          const last = page.rows[page.rows.length - 1]!;
+          after = [String(last.log!.unit), String(last.log!.index)];
+        }
+        expect(seen).toEqual(order === 'asc' ? rows.map((r) => r.id) : rows.map((r) => r.id).reverse());
       }
-      expect(seen).toEqual(rows.map((r) => r.id));
       const paid = await storage.repos.events.list('ws_a', 'pip_1', { type: 'order.paid', since: at(3000), until: at(6000) }, undefined, 100);
       expect(paid.rows.map((r) => r.payload!.n)).toEqual([9, 11, 13, 15, 17]);
-      await storage.repos.events.upsertMany([eventRow(100, { status: 'dead_lettered', error: { stage: 'transform:1', code: 'boom', message: 'x' }, dead_lettered_at: at(9) })]);
+      expect((await storage.repos.events.list('ws_a', 'pip_1', { type: 'order.none' }, undefined, 100)).rows).toEqual([]);
+      await storage.repos.events.append([eventRow(100, { status: 'dead_lettered', error: { stage: 'transform:1', code: 'boom', message: 'x' }, dead_lettered_at: at(9) })]);
       await storage.repos.events.putDeadLetter({ event_id: 'evt_000100', workspace_id: 'ws_a', pipeline_id: 'pip_1', stage: 'transform:1', record: { type: 't', payload: { a: 1 } }, replay_requested_at: null, created_at: at(9) });
       expect((await storage.repos.events.list('ws_a', 'pip_1', { status: 'dead_lettered' }, undefined, 10)).rows[0]?.error).toEqual({ stage: 'transform:1', code: 'boom', message: 'x' });
       expect(await storage.repos.events.getDeadLetter('evt_000100')).toMatchObject({ stage: 'transform:1', record: { type: 't', payload: { a: 1 } } });
       expect(await storage.repos.events.updateStatus('ws_a', 'evt_000100', { status: 'replaying' }, 'delivered')).toBe(false);
       expect(await storage.repos.events.updateStatus('ws_a', 'evt_000100', { status: 'replaying' }, 'dead_lettered')).toBe(true);
+      // The change overlays the unit: the listing without a status filter says replaying too.
+      expect((await storage.repos.events.list('ws_a', 'pip_1', { type: 'order.created', since: at(33_000) }, undefined, 10)).rows.map((r) => [r.id, r.status])).toEqual([['evt_000100', 'replaying']]);
       await storage.repos.events.updateStatus('ws_a', 'evt_000100', { status: 'dead_lettered' });
-      await storage.repos.events.upsertMany([eventRow(101, { status: 'dead_lettered' }), eventRow(102, { status: 'dead_lettered', workspace_id: 'ws_b' })]);
+      await storage.repos.events.append([eventRow(101, { status: 'dead_lettered' })]);
+      await storage.repos.events.append([eventRow(102, { status: 'dead_lettered', workspace_id: 'ws_b' })]);
       expect(await storage.repos.events.requestBulkReplay('ws_a', 'pip_1', {}, at(10))).toBe(2);
       expect(await storage.repos.events.requestBulkReplay('ws_a', 'pip_1', {}, at(11))).toBe(0);
       expect((await storage.repos.events.getDeadLetter('evt_000100'))?.replay_requested_at).toBe(at(10));
       expect((await storage.repos.events.get('ws_b', 'evt_000102'))?.status).toBe('dead_lettered');
+      // A replay's outcome settles the change row; the listing by status follows it.
+      await storage.repos.events.settle([eventRow(100, { status: 'delivered', attempts: 4, updated_at: at(12) })]);
+      expect(await storage.repos.events.get('ws_a', 'evt_000100')).toMatchObject({ status: 'delivered', attempts: 4, error: null });
+      expect((await storage.repos.events.list('ws_a', 'pip_1', { status: 'replaying' }, undefined, 10)).rows.map((r) => r.id)).toEqual(['evt_000101']);
+      expect(await storage.repos.events.attemptsOf(['evt_000100', 'evt_000101'])).toEqual(new Map([['evt_000100', 4], ['evt_000101', 1]]));
       await storage.repos.events.deleteDeadLetter('evt_000100');
       expect(await storage.repos.events.getDeadLetter('evt_000100')).toBeNull();
     });
 
-    it('events: timestamps are stored in one form; an id collision across pipelines changes nothing', async () => {
-      await storage.repos.events.upsertMany([eventRow(1, { occurred_at: '2026-01-01T10:00:00Z' }), eventRow(2, { occurred_at: '2026-01-01T11:00:00.500+01:00' })]);
+    it('events: timestamps are stored in one form; the same id in another workspace stays apart', async () => {
+      await storage.repos.events.append([eventRow(1, { occurred_at: '2026-01-01T10:00:00Z' }), eventRow(2, { occurred_at: '2026-01-01T11:00:00.500+01:00' })]);
       const listed = await storage.repos.events.list('ws_a', 'pip_1', {}, undefined, 10);
-      // As given, '...10:00:00Z' would sort after '...10:00:00.500Z' ('Z' > '.').
       expect(listed.rows.map((r) => [r.id, r.occurred_at])).toEqual([
         ['evt_000001', '2026-01-01T10:00:00.000Z'],
         ['evt_000002', '2026-01-01T10:00:00.500Z'],
       ]);
-      await storage.repos.events.upsertMany([eventRow(1, { workspace_id: 'ws_b', pipeline_id: 'pip_other', payload: { stolen: true } })]);
+      await storage.repos.events.append([eventRow(1, { workspace_id: 'ws_b', pipeline_id: 'pip_other', payload: { stolen: true } })]);
       expect((await storage.repos.events.get('ws_a', 'evt_000001'))?.payload).toEqual({ n: 1 });
-      expect(await storage.repos.events.get('ws_b', 'evt_000001')).toBeNull();
-      await expect(storage.repos.events.upsertMany([eventRow(3, { occurred_at: 'not a time' })])).rejects.toThrow(RangeError);
+      expect((await storage.repos.events.get('ws_b', 'evt_000001'))?.payload).toEqual({ stolen: true });
+      await expect(storage.repos.events.append([eventRow(3, { occurred_at: 'not a time' })])).rejects.toThrow(RangeError);
     });
 
-    it('events: inside a transaction, a batch holding ids already written updates them and the transaction goes on', async () => {
+    it('events: a unit written in a transaction rolls back with it; payloads and types come back exactly', async () => {
       await seedConnectorsAndPipeline();
-      await storage.repos.events.upsertMany([eventRow(1), eventRow(2)]);
       await storage.transaction(async (repos) => {
-        // New and existing ids in one chunk: the plain insert is refused, the upsert writes all three.
-        await repos.events.upsertMany([eventRow(2, { attempts: 3, status: 'dead_lettered' }), eventRow(3)]);
-        // Characters that COPY's text format escapes, and its null marker spelled out.
-        await repos.events.upsertMany([eventRow(4, { type: 'tab\there', payload: { s: 'a\tb\nc\r\\d \\N', e: '\\' } })]);
+        await repos.events.append([eventRow(1), eventRow(2, { attempts: 3, status: 'dead_lettered' }), eventRow(3)]);
+        // Characters escaping formats care for, a null marker spelled out, and text JSON must keep.
+        await repos.events.append([eventRow(4, { type: 'tab\there', payload: { s: 'a\tb\nc\r\\d \\N', e: '\\', u: '\u2028é😀', big: '123456789012345678901234567890' } })]);
         await repos.checkpoints.put('pip_1', { offset: 4 }, null, at(4));
       });
       const listed = await storage.repos.events.list('ws_a', 'pip_1', {}, undefined, 10);
@@ -296,34 +305,32 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
         ['evt_000003', 1, 'delivered'],
         ['evt_000004', 1, 'delivered'],
       ]);
-      expect(listed.rows[3]).toMatchObject({ type: 'tab\there', payload: { s: 'a\tb\nc\r\\d \\N', e: '\\' } });
+      expect(listed.rows[3]).toMatchObject({ type: 'tab\there', payload: { s: 'a\tb\nc\r\\d \\N', e: '\\', u: '\u2028é😀', big: '123456789012345678901234567890' } });
       expect(await storage.repos.checkpoints.get('pip_1')).toEqual({ offset: 4 });
-      // `fresh` writes new ids (COPY on Postgres) and refuses an existing one with a unique
-      // violation, after which the caller's transaction is given up.
-      await storage.transaction((repos) => repos.events.upsertMany([eventRow(6, { payload: { s: 'a\tb\\N' } })], { fresh: true }));
-      expect((await storage.repos.events.get('ws_a', 'evt_000006'))?.payload).toEqual({ s: 'a\tb\\N' });
-      const refused = await storage.transaction((repos) => repos.events.upsertMany([eventRow(7), eventRow(6)], { fresh: true })).catch((error: unknown) => error);
-      if (storage.dialect.name === 'postgres') {
-        expect(refused).toMatchObject({ code: '23505' });
-        expect(await storage.repos.events.get('ws_a', 'evt_000007')).toBeNull();
-      }
-      // A failure after the refused insert still rolls the whole transaction back.
       await expect(
         storage.transaction(async (repos) => {
-          await repos.events.upsertMany([eventRow(1, { attempts: 9 }), eventRow(5)]);
+          await repos.events.append([eventRow(5, { status: 'dead_lettered' })]);
           throw new Error('abandoned');
         }),
       ).rejects.toThrow('abandoned');
-      expect((await storage.repos.events.get('ws_a', 'evt_000001'))?.attempts).toBe(1);
       expect(await storage.repos.events.get('ws_a', 'evt_000005')).toBeNull();
+      expect(await storage.repos.events.countOpen('pip_1')).toEqual({ dead_lettered: 1, replaying: 0 });
     });
 
-    it('events: a large batch is written in chunks', async () => {
+    it('events: a large batch is one unit, and pages through', async () => {
       const rows = Array.from({ length: 2_345 }, (_, i) => eventRow(i));
-      await storage.repos.events.upsertMany(rows);
-      const page = await storage.repos.events.list('ws_a', 'pip_1', {}, undefined, 100);
-      expect(page.hasMore).toBe(true);
-      expect(Number((await storage.knex('events').count({ n: '*' }))[0]!.n)).toBe(2_345);
+      await storage.repos.events.append(rows);
+      expect(Number((await storage.knex('event_units').count({ n: '*' }))[0]!.n)).toBe(1);
+      let after: string[] | undefined;
+      let seen = 0;
+      for (;;) {
+        const page = await storage.repos.events.list('ws_a', 'pip_1', {}, after, 1000);
+        seen += page.rows.length;
+        if (!page.hasMore) break;
+        after = [String(page.rows.at(-1)!.log!.unit), String(page.rows.at(-1)!.log!.index)];
+      }
+      expect(seen).toBe(2_345);
+      expect((await storage.repos.events.get('ws_a', 'evt_002000'))?.payload).toEqual({ n: 2_000 });
     });
 
     it('webhook subscriptions: insert, get, list, subscribed types, update, delete', async () => {
@@ -397,18 +404,20 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
 
     it('retention deletes: only what is settled and older than the cutoff, a chunk at a time', async () => {
       await seedConnectorsAndPipeline();
-      // Events: delivered and filtered ones older than the cutoff go; a dead-lettered or replaying
-      // one stays, and so does one that happened long ago but was logged after the cutoff.
-      await storage.repos.events.upsertMany([
-        eventRow(1), eventRow(2, { status: 'filtered' }), eventRow(3, { status: 'dead_lettered' }), eventRow(4, { status: 'replaying' }),
-        eventRow(5, { created_at: at(10_000) }), eventRow(6, { occurred_at: at(20_000) }), eventRow(7, { pipeline_id: 'pip_2' }),
-      ]);
+      // Events go a unit at a time: one whose events all happened and were logged before the
+      // cutoff, and none of which is dead-lettered or replaying now.
+      for (const unit of [
+        [eventRow(1), eventRow(2, { status: 'filtered' })], [eventRow(3, { status: 'dead_lettered' })], [eventRow(4, { status: 'replaying' })],
+        [eventRow(5, { created_at: at(10_000) })], [eventRow(6, { occurred_at: at(20_000) })], [eventRow(7, { pipeline_id: 'pip_2' })], [eventRow(8)],
+      ]) await storage.repos.events.append(unit);
       expect(await storage.repos.events.deleteSettledBefore('pip_1', at(5_000), 1)).toBe(1);
       expect(await storage.repos.events.deleteSettledBefore('pip_1', at(5_000), 100)).toBe(1);
       expect(await storage.repos.events.deleteSettledBefore('pip_1', at(5_000), 100)).toBe(0);
       const left = async (pipelineId: string) => (await storage.repos.events.list('ws_a', pipelineId, {}, undefined, 100)).rows.map((r) => r.id).sort();
       expect(await left('pip_1')).toEqual(['evt_000003', 'evt_000004', 'evt_000005', 'evt_000006']);
       expect(await left('pip_2')).toEqual(['evt_000007']);
+      expect(await storage.repos.events.get('ws_a', 'evt_000008')).toBeNull();
+      expect(await storage.repos.events.get('ws_a', 'evt_000003')).toMatchObject({ status: 'dead_lettered' });
 
       // Runs: finished ones made before the cutoff id go; queued and running ones stay.
       const run = (id: string, status: 'queued' | 'running' | 'succeeded' | 'failed') => ({ id, workspace_id: 'ws_a', pipeline_id: 'pip_1', trigger: 'manual' as const, scheduled_for: null, status, created_at: at(0) });
@@ -530,7 +539,7 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
 
     it('events: how many of a pipeline\'s events are dead-lettered and replaying now', async () => {
       expect(await storage.repos.events.countOpen('pip_1')).toEqual({ dead_lettered: 0, replaying: 0 });
-      await storage.repos.events.upsertMany([
+      await storage.repos.events.append([
         eventRow(1), eventRow(2, { status: 'filtered' }), eventRow(3, { status: 'dead_lettered' }), eventRow(4, { status: 'dead_lettered' }),
         eventRow(5, { status: 'replaying' }), eventRow(6, { status: 'dead_lettered', pipeline_id: 'pip_2' }),
       ]);
@@ -735,7 +744,7 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
         expect(await storage.repos.outbox.get('evt_notice2')).toBeNull();
       });
 
-      it('commits again, as an update, events written before (a batch read again after a crash)', async () => {
+      it('records a batch read again once more; an event read again answers with its newest outcome', async () => {
         const commits = storage.batchCommits('pip_1');
         await commits.queue(undefined)(batch(1, 2));
         const again = batch(2, 3);

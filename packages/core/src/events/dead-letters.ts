@@ -58,12 +58,12 @@ export async function requestReplay(repos: Repositories, workspaceId: string, ev
 }
 
 /**
- * Writes the event-log rows of processed events, and their dead letters (announced), inside the
- * caller's transaction.
+ * Records the new outcome of replayed events in the event log, and their dead letters (announced),
+ * inside the caller's transaction.
  */
-export async function recordResults(repos: Repositories, emit: Emit, pipeline: PipelineRow, results: readonly ItemResult[], now: string, fresh = false): Promise<void> {
-  // Times come from the flow (or a stored dead letter), spelled canonically already.
-  await repos.events.upsertMany(eventRows(pipeline.workspace_id, pipeline.id, results, now), { canonicalTimes: true, fresh });
+export async function recordResults(repos: Repositories, emit: Emit, pipeline: PipelineRow, results: readonly ItemResult[], now: string): Promise<void> {
+  // Times come from the stored dead letter, spelled canonically already.
+  await repos.events.settle(eventRows(pipeline.workspace_id, pipeline.id, results, now), { canonicalTimes: true });
   await recordDeadLetters(repos, emit, pipeline, results, now);
 }
 

@@ -80,8 +80,8 @@ interface Replay {
 }
 
 /**
- * A pipeline's event log as a stream: every recorded event in the listing's order (`occurred_at`,
- * then id), then, live, each event as this engine records it (a new one, or a replayed one with
+ * A pipeline's event log as a stream: every recorded event in the listing's order (log order:
+ * the order the pipeline recorded them), then, live, each event as this engine records it (a new one, or a replayed one with
  * its new outcome). The live part listens from the start, so nothing committed during the replay
  * is missed, and each event comes once, in its latest state:
  * - an entry heard before it is read is emitted as heard, after the replay;

@@ -13,7 +13,7 @@ export class EventsService {
     private readonly hooks: EngineHooks = NO_ENGINE_HOOKS,
   ) {}
 
-  /** Lists a pipeline's events by `(occurred_at, id)`; `next_cursor` is kept for tailing. */
+  /** Lists a pipeline's events in log order; `next_cursor` is kept for tailing. */
   async list(workspaceId: string, pipelineId: string, params: ListEventsParams = {}): Promise<Page<EventRecord>> {
     const repos = reader(this.ctx);
     assertText(params.type, '/type');
@@ -32,7 +32,7 @@ export class EventsService {
     return paginate(
       this.ctx.cursors,
       params,
-      { scope: { resource: `events:${pipelineId}`, workspaceId, filters }, key: (row: EventRow) => [row.occurred_at, row.id], tail: true },
+      { scope: { resource: `events:${pipelineId}`, workspaceId, filters }, key: (row: EventRow) => [String(row.log!.unit), String(row.log!.index)], tail: true },
       (after, limit, order) => repos.events.list(workspaceId, pipelineId, filters, after, limit, order),
       (rows) => rows.map(presentEvent),
     );

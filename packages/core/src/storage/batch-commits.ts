@@ -3,11 +3,10 @@ import { FerryError, type PlatformEvent } from '../common/index.js';
 import type { Checkpoint } from '../plugin-api/index.js';
 import type { Fence } from './leases.js';
 import { fencedCheckpointStep } from './repositories/checkpoints-repo.js';
-import { asEventUpsert, deadLettersStep, eventOutcomesStep, type DeadLetterRow, type EventRow } from './repositories/events-repo.js';
+import { deadLettersStep, unitSteps, unitsOf, type DeadLetterRow, type EventRow } from './repositories/events-repo.js';
 import { outboxStep } from './repositories/outbox-repo.js';
 import { pipelineMinuteStep, type MinuteCounts, type PipelineMinuteRow } from './repositories/pipeline-minutes-repo.js';
 import { runCountsStep } from './repositories/runs-repo.js';
-import { isUniqueViolation } from './sql-helpers.js';
 import type { SqliteWriterThread, WriterOrder, WriterStep } from './sqlite-writer-thread.js';
 import type { Repositories } from './repositories.js';
 
@@ -58,9 +57,8 @@ export type QueuedCommit = (batch: BatchCommit) => Promise<void>;
  * - Elsewhere (Postgres, SQLite in memory) a batch waits for the one before, then commits in a
  *   transaction on the engine's connection.
  *
- * Either way the event-log rows are first written as new ones (the cheapest way, see `fresh` in
- * `EventsRepo.upsertMany`); a batch of which some were written before (read again after a
- * crash) fails that transaction with a unique violation and is committed again as an upsert.
+ * Either way the batch's events are one unit of the event log (`event-units.ts`): a row, its
+ * events' keys, and a change row per dead letter; no statement per event beyond the keys.
  * A commit refused by its fence is `lease_lost`, and nothing of it is written.
  */
 export class BatchCommits {
@@ -111,42 +109,29 @@ export class BatchCommits {
   }
 
   private async commitOnThread(writer: SqliteWriterThread, batch: BatchCommit, order: WriterOrder): Promise<void> {
-    const events = eventOutcomesStep({ workspace_id: batch.workspaceId, pipeline_id: batch.pipelineId, now: batch.now }, batch.events, { canonicalTimes: true });
-    const rest: WriterStep[] = [];
-    if (batch.deadLetters.length > 0) rest.push(deadLettersStep(batch.deadLetters));
+    // The unit's steps first: their statements find the unit by last_insert_rowid().
+    const steps: WriterStep[] = unitsOf(batch.events, { canonicalTimes: true }).flatMap(unitSteps);
+    if (batch.deadLetters.length > 0) steps.push(deadLettersStep(batch.deadLetters));
     // The fence is checked with the checkpoint's write: whatever was written before it rolls back
     // with the transaction when the lease is gone.
-    rest.push(fencedCheckpointStep(batch.pipelineId, batch.checkpoint, batch.runId, batch.now, batch.fence));
-    if (batch.runId) rest.push(runCountsStep(batch.runId, batch.counts));
-    if (batch.minute) rest.push(pipelineMinuteStep(batch.minute));
+    steps.push(fencedCheckpointStep(batch.pipelineId, batch.checkpoint, batch.runId, batch.now, batch.fence));
+    if (batch.runId) steps.push(runCountsStep(batch.runId, batch.counts));
+    if (batch.minute) steps.push(pipelineMinuteStep(batch.minute));
     // Written last, still inside the transaction: they commit or roll back with their cause.
-    if (batch.notices.length > 0) rest.push(outboxStep(batch.notices));
-    let outcome;
-    try {
-      outcome = await writer.transaction([events, ...rest], order);
-    } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
-      outcome = await writer.transaction([asEventUpsert(events), ...rest], order);
-    }
+    if (batch.notices.length > 0) steps.push(outboxStep(batch.notices));
+    const outcome = await writer.transaction(steps, order);
     if (!outcome.committed) throw leaseLost(batch.fence);
   }
 
   private async commitInTransaction(batch: BatchCommit): Promise<void> {
-    const attempt = (fresh: boolean) =>
-      this.storage.transaction(async (repos) => {
-        await repos.events.upsertMany(batch.events, { canonicalTimes: true, fresh });
-        for (const letter of batch.deadLetters) await repos.events.putDeadLetter(letter);
-        if (!(await repos.checkpoints.putFenced(batch.pipelineId, batch.checkpoint, batch.runId, batch.now, batch.fence))) throw leaseLost(batch.fence);
-        if (batch.runId) await repos.runs.addCounts(batch.runId, batch.counts);
-        if (batch.minute) await repos.pipelineMinutes.add(batch.minute);
-        await repos.outbox.appendMany(batch.notices);
-      });
-    try {
-      await attempt(true);
-    } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
-      await attempt(false);
-    }
+    await this.storage.transaction(async (repos) => {
+      await repos.events.append(batch.events, { canonicalTimes: true });
+      for (const letter of batch.deadLetters) await repos.events.putDeadLetter(letter);
+      if (!(await repos.checkpoints.putFenced(batch.pipelineId, batch.checkpoint, batch.runId, batch.now, batch.fence))) throw leaseLost(batch.fence);
+      if (batch.runId) await repos.runs.addCounts(batch.runId, batch.counts);
+      if (batch.minute) await repos.pipelineMinutes.add(batch.minute);
+      await repos.outbox.appendMany(batch.notices);
+    });
   }
 }
 

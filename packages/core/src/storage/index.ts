@@ -25,3 +25,4 @@ export { type WorkspaceRow } from './repositories/workspaces-repo.js';
 export { affected, isUniqueViolation, type Db } from './sql-helpers.js';
 export { postgresStorage, sqliteStorage, type Dialect, type PostgresOptions, type SqliteOptions, type StorageConfig } from './storage-config.js';
 export { isStorageUnavailable, translateStorageError } from './storage-errors.js';
+export { migrationSource, MIGRATIONS_TABLE } from './migrations/index.js';

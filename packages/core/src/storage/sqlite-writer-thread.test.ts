@@ -4,9 +4,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStorage, type FerryStorage } from './ferry-storage.js';
 import { sqliteStorage } from './storage-config.js';
-import { asEventUpsert, eventOutcomesStep } from './repositories/events-repo.js';
-import { singleStep, sqliteLiteral, WriterThreadError, type WriterStep } from './sqlite-writer-thread.js';
-import { isUniqueViolation } from './sql-helpers.js';
+import { unitSteps, unitsOf } from './repositories/events-repo.js';
+import { singleStep, WriterThreadError, type WriterStep } from './sqlite-writer-thread.js';
 
 const T0 = '2026-01-01T00:00:00.000Z';
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -78,43 +77,28 @@ describe('SqliteWriterThread', () => {
     expect((await again.repos.workspaces.list()).length).toBe(500);
   });
 
-  it("writes a batch's event outcomes as new rows; the same ids again (a re-read) fail as a unique violation and go in as an upsert", async () => {
+  it("writes a batch's unit of the event log: its body compressed on the thread, its keys, its types, the change rows of its dead letters", async () => {
     const storage = await fileStorage();
-    const shared = { workspace_id: 'default', pipeline_id: 'pip_1', now: T0 };
-    const row = (n: number, status: 'delivered' | 'filtered', attempts = 1) => ({ id: `evt_${n}`, type: 't', occurred_at: T0, payload: { n }, status, attempts });
-    // Same status and attempts: sent once for all rows; mixed: row by row.
-    await storage.writer!.transaction([eventOutcomesStep(shared, [row(1, 'delivered'), row(2, 'delivered')])]);
-    await storage.writer!.transaction([eventOutcomesStep(shared, [row(3, 'filtered'), row(4, 'delivered', 2)])]);
-    const again = eventOutcomesStep(shared, [row(2, 'filtered', 3), row(5, 'delivered')]);
-    const refused = await storage.writer!.transaction([again]).catch((error: unknown) => error);
-    expect(isUniqueViolation(refused)).toBe(true);
-    await storage.writer!.transaction([asEventUpsert(again)]);
-    const listed = await storage.repos.events.list('default', 'pip_1', {}, undefined, 10);
-    expect(listed.rows.map((e) => [e.id, e.status, e.attempts, e.payload, e.created_at])).toEqual([
-      ['evt_1', 'delivered', 1, { n: 1 }, T0],
-      ['evt_2', 'filtered', 3, { n: 2 }, T0],
-      ['evt_3', 'filtered', 1, { n: 3 }, T0],
-      ['evt_4', 'delivered', 2, { n: 4 }, T0],
-      ['evt_5', 'delivered', 1, { n: 5 }, T0],
+    const row = (n: number, status: 'delivered' | 'filtered' | 'dead_lettered', type = 't') => ({
+      id: `evt_${n}`, workspace_id: "o'brien", pipeline_id: 'pip_1', type, occurred_at: T0, payload: { n, q: "'; DROP TABLE event_units; --" }, status, attempts: 1,
+      error: status === 'dead_lettered' ? { stage: 'destination', code: 'rejected', message: 'no' } : null, dead_lettered_at: status === 'dead_lettered' ? T0 : null, created_at: T0, updated_at: T0,
+    });
+    for (const rows of [[row(1, 'delivered'), row(2, 'filtered', 'u')], [row(3, 'dead_lettered'), row(4, 'delivered')]]) {
+      await storage.writer!.transaction(unitsOf(rows, { canonicalTimes: true }).flatMap(unitSteps));
+    }
+    const listed = await storage.repos.events.list("o'brien", 'pip_1', {}, undefined, 10);
+    expect(listed.rows.map((e) => [e.id, e.type, e.status, e.payload?.n, e.log])).toEqual([
+      ['evt_1', 't', 'delivered', 1, { unit: 1, index: 0 }],
+      ['evt_2', 'u', 'filtered', 2, { unit: 1, index: 1 }],
+      ['evt_3', 't', 'dead_lettered', 3, { unit: 2, index: 0 }],
+      ['evt_4', 't', 'delivered', 4, { unit: 2, index: 1 }],
     ]);
-  });
-
-  it('writes the values every row shares as literals, quoted; one that cannot be a literal is bound', async () => {
-    expect(sqliteLiteral("it's")).toBe("'it''s'");
-    expect(sqliteLiteral(null)).toBe('NULL');
-    expect(sqliteLiteral(2)).toBe('2');
-    expect(sqliteLiteral(Number.NaN)).toBeUndefined();
-    expect(sqliteLiteral('a\0b')).toBeUndefined();
-    const storage = await fileStorage();
-    const row = { id: 'evt_q', type: 't', occurred_at: T0, payload: { q: "'; DROP TABLE events; --" }, status: 'delivered' as const, attempts: 1 };
-    const quoted = eventOutcomesStep({ workspace_id: "o'brien", pipeline_id: "pip_'1", now: T0 }, [row]);
-    expect(quoted.sql).toContain("'o''brien'");
-    await storage.writer!.transaction([quoted]);
-    const bound = eventOutcomesStep({ workspace_id: 'w\0x', pipeline_id: 'pip_2', now: T0 }, [{ ...row, id: 'evt_b' }]);
-    expect(bound.sql).not.toContain('pip_2');
-    await storage.writer!.transaction([bound]);
-    expect((await storage.repos.events.list("o'brien", "pip_'1", {}, undefined, 10)).rows.map((e) => e.payload)).toEqual([row.payload]);
-    expect((await storage.repos.events.list('w\0x', 'pip_2', {}, undefined, 10)).rows.map((e) => e.id)).toEqual(['evt_b']);
+    const body = (await storage.knex('event_units').where('id', 1).first()) as { body: Buffer };
+    expect(Buffer.isBuffer(body.body) && body.body[0] !== '{'.charCodeAt(0)).toBe(true);
+    expect((await storage.knex('event_keys').count({ n: '*' }))[0]!.n).toBe(4);
+    expect((await storage.knex('event_unit_types').where('unit_id', 1).orderBy('type')).map((t: { type: string }) => t.type)).toEqual(['t', 'u']);
+    expect(await storage.knex('event_changes').select('event_id', 'unit_id', 'idx', 'status')).toEqual([{ event_id: 'evt_3', unit_id: 2, idx: 0, status: 'dead_lettered' }]);
+    expect((await storage.repos.events.get("o'brien", 'evt_4'))?.log).toEqual({ unit: 2, index: 1 });
   });
 
   it('runs a chain in order: one sent ahead of a failed one waits for it to commit, or fails with it', async () => {

@@ -206,7 +206,7 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
           </Link>
         </div>
       </form>
-      <p class="muted small">Newest first, by when each event happened; Until and Since narrow the window.</p>
+      <p class="muted small">Newest first, in the order the pipeline recorded them; Since and Until narrow it to when events happened.</p>
       <div class="bulk">
         <button type="button" class="button button-danger" disabled={action.busy || deadLettered === 0} onClick={() => setConfirming(true)}>
           Replay dead-lettered…

@@ -6,6 +6,7 @@ import * as eventsListingIndexes from './0004-events-listing-indexes.js';
 import * as pipelineMinutes from './0005-pipeline-minutes.js';
 import * as pipelineEventLog from './0006-pipeline-event-log.js';
 import * as pipelineHolds from './0007-pipeline-holds.js';
+import * as eventLogUnits from './0008-event-log-units.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -20,6 +21,7 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Migration]> = [
   ['0005-pipeline-minutes', pipelineMinutes],
   ['0006-pipeline-event-log', pipelineEventLog],
   ['0007-pipeline-holds', pipelineHolds],
+  ['0008-event-log-units', eventLogUnits],
 ];
 
 /**

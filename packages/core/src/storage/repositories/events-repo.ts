@@ -1,23 +1,27 @@
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { Knex } from 'knex';
-import type pg from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
 import { keysetPage, type KeysetResult } from '../keyset.js';
 import { LeasedQueue, type Claim } from '../leases.js';
-import { inSqliteTransaction, sqliteStatement } from '../sqlite-direct.js';
-import { affected, fromJson, isUniqueViolation, toInt, toJson, type Db } from '../sql-helpers.js';
+import { affected, fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';
-import type { EventRecord, EventStatus , SortOrder } from '../../common/index.js';
+import type { EventRecord, EventStatus, SortOrder } from '../../common/index.js';
 import type { JsonObject } from '../../plugin-api/index.js';
-import { sqliteLiteral, type SqlValue, type WriterStep } from '../sqlite-writer-thread.js';
+import { compressUnit, DecodedUnit, encodeUnit, eventKey, type EncodedUnit, type UnitEvent } from '../event-units.js';
+import { singleStep, type SqlValue, type WriterStep } from '../sqlite-writer-thread.js';
 
-/** Row of `events`, the per-pipeline event log: the public record plus bookkeeping. */
+/** Row of the event log, the per-pipeline log of events: the public record plus bookkeeping. */
 export type EventRow = EventRecord & {
   workspace_id: string;
   created_at: string;
   updated_at: string;
+  /** Where the log holds it: its unit and its index in the unit (set on what is read). */
+  log?: EventPosition;
 };
+
+/** An event's log position: its unit, and its index in the unit. */
+export interface EventPosition {
+  unit: number;
+  index: number;
+}
 
 /** Row of `dead_letters`: the event as it entered the stage that failed, to replay from there. */
 export interface DeadLetterRow {
@@ -39,12 +43,16 @@ export interface EventFilters {
   status?: EventStatus;
 }
 
-const mapEvent = (row: Record<string, unknown>): EventRow => ({
-  ...(row as unknown as EventRow),
-  payload: fromJson<JsonObject>(row.payload),
-  error: fromJson(row.error),
-  attempts: toInt(row.attempts),
-});
+/** What one batch appends to the log: its unit, its events' keys, and the change rows of its dead letters. */
+export interface AppendedUnit {
+  workspace_id: string;
+  pipeline_id: string;
+  created_at: string;
+  unit: EncodedUnit;
+  keys: number[];
+  /** The dead-lettered events, with their index in the unit. */
+  changes: Array<{ index: number; row: EventRow }>;
+}
 
 const mapDeadLetter = (row: Record<string, unknown>): DeadLetterRow => ({
   event_id: String(row.event_id),
@@ -56,38 +64,59 @@ const mapDeadLetter = (row: Record<string, unknown>): DeadLetterRow => ({
   created_at: String(row.created_at),
 });
 
-/** One value in COPY's text format: backslash, tab, newline and carriage return escaped, null as `\\N`. */
-function copyValue(value: string | null): string {
-  if (value === null) return '\\N';
-  return /[\\\t\n\r]/.test(value) ? value.replace(/[\\\t\n\r]/g, (c) => COPY_ESCAPES[c]!) : value;
-}
-
-const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+/** An `event_changes` row as an event row. */
+const mapChange = (row: Record<string, unknown>, createdAt?: string): EventRow => ({
+  id: String(row.event_id),
+  workspace_id: String(row.workspace_id),
+  pipeline_id: String(row.pipeline_id),
+  type: String(row.type),
+  occurred_at: String(row.occurred_at),
+  payload: fromJson<JsonObject>(row.payload),
+  status: row.status as EventStatus,
+  attempts: toInt(row.attempts),
+  error: fromJson(row.error),
+  dead_lettered_at: (row.dead_lettered_at as string | null) ?? null,
+  created_at: createdAt ?? String(row.updated_at),
+  updated_at: String(row.updated_at),
+  log: { unit: toInt(row.unit_id), index: toInt(row.idx) },
+});
 
 /** The stored spelling of a timestamp: ISO 8601 UTC with milliseconds. */
 const CANONICAL_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 /** Rows per statement of a bulk write or update. */
-const INSERT_CHUNK = 1000;
+const CHUNK = 1000;
 
-const EVENT_COLUMNS = ['id', 'workspace_id', 'pipeline_id', 'type', 'occurred_at', 'payload', 'status', 'attempts', 'error', 'dead_lettered_at', 'created_at', 'updated_at'];
-// A re-read updates its own row; an id that collides with another pipeline's (or workspace's)
-// event is left alone rather than letting one pipeline's payload into another's listing.
-const ON_CONFLICT = `ON CONFLICT (id) DO UPDATE SET ${['type', 'occurred_at', 'payload', 'status', 'attempts', 'error', 'dead_lettered_at', 'updated_at'].map((c) => `${c} = excluded.${c}`).join(', ')}
-  WHERE events.pipeline_id = excluded.pipeline_id AND events.workspace_id = excluded.workspace_id`;
-const INSERT_EVENT_SQLITE = `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')})`;
-const UPSERT_EVENT_SQLITE = `${INSERT_EVENT_SQLITE} ${ON_CONFLICT}`;
+/** Units read per query of a listing: a page usually lies in one; a sparse filter reads on in bigger steps. */
+const FIRST_UNITS = 2;
+const MAX_UNITS = 32;
+
+/** The statuses an event keeps a change row for, which `status` filters read from that table alone. */
+const OPEN: readonly EventStatus[] = ['dead_lettered', 'replaying'];
+
+const UNIT_COLUMNS = ['workspace_id', 'pipeline_id', 'count', 'min_occurred_at', 'max_occurred_at', 'failed', 'filtered', 'created_at', 'body'];
+const INSERT_UNIT_SQLITE = `INSERT INTO event_units (${UNIT_COLUMNS.join(', ')}) VALUES (${UNIT_COLUMNS.map(() => '?').join(', ')})`;
+// Inserts into WITHOUT ROWID tables leave last_insert_rowid() alone: it is the unit's id throughout.
+const INSERT_KEY_SQLITE = 'INSERT OR IGNORE INTO event_keys (key, unit_id) VALUES (?, last_insert_rowid())';
+const INSERT_TYPE_SQLITE = 'INSERT OR IGNORE INTO event_unit_types (pipeline_id, type, unit_id) VALUES (?, ?, last_insert_rowid())';
+const CHANGE_COLUMNS = ['event_id', 'workspace_id', 'pipeline_id', 'idx', 'type', 'occurred_at', 'payload', 'status', 'attempts', 'error', 'dead_lettered_at', 'updated_at'];
+// A change row is a rowid table's: its insert moves last_insert_rowid(), so the unit is found by its pipeline.
+const INSERT_CHANGE_SQLITE = `INSERT INTO event_changes (unit_id, ${CHANGE_COLUMNS.join(', ')})
+  VALUES ((SELECT max(id) FROM event_units WHERE pipeline_id = ?), ${CHANGE_COLUMNS.map(() => '?').join(', ')})
+  ON CONFLICT (event_id) DO UPDATE SET unit_id = excluded.unit_id, idx = excluded.idx, type = excluded.type, occurred_at = excluded.occurred_at,
+    payload = excluded.payload, status = excluded.status, attempts = excluded.attempts, error = excluded.error,
+    dead_lettered_at = excluded.dead_lettered_at, updated_at = excluded.updated_at
+  WHERE event_changes.pipeline_id = excluded.pipeline_id AND event_changes.workspace_id = excluded.workspace_id`;
+
 /**
- * The rows of a Postgres bulk write: one JSON parameter, an array of objects whose values are the
- * columns' stored text (payload and error as JSON text), unpacked by `json_to_recordset`.
+ * The event log and its dead letters.
+ *
+ * The log is written a unit per batch (`event-units.ts`): one row, whatever the batch's size,
+ * with no statement per event but the insert of its key into the id index. What happens to an
+ * event after (dead-lettered, replaying, delivered by a replay) is a row of `event_changes`,
+ * which reads overlay on the units. The listing is in log order: units by id, events by their
+ * index in the unit.
  */
-const EVENTS_FROM_JSON_PG = `SELECT ${EVENT_COLUMNS.join(', ')} FROM json_to_recordset(?::json) AS x(id text, workspace_id text, pipeline_id text, type text,
-  occurred_at text, payload text, status text, attempts integer, error text, dead_lettered_at text, created_at text, updated_at text)`;
-const INSERT_EVENTS_PG = `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) ${EVENTS_FROM_JSON_PG}`;
-const UPSERT_EVENTS_PG = `${INSERT_EVENTS_PG} ${ON_CONFLICT}`;
-const COPY_EVENTS_PG = `COPY events (${EVENT_COLUMNS.join(', ')}) FROM STDIN`;
-
-/** The event log and its dead letters. */
 export class EventsRepo {
   /** Replay requests: dead letters with `replay_requested_at` set, claimed with a lease. */
   readonly replays: LeasedQueue;
@@ -97,92 +126,74 @@ export class EventsRepo {
   }
 
   /**
-   * Records events. A re-read after a crash yields the same ids; their rows are updated in place
-   * (latest outcome wins) rather than duplicated. `canonicalTimes` says every `occurred_at` is
-   * already ISO 8601 UTC with milliseconds (the runtime's are), which spares re-spelling them.
-   *
-   * `fresh` says the caller expects every id to be new (a batch's first commit) and will run its
-   * transaction again without `fresh` when one is not: on Postgres, inside a transaction, the
-   * rows are then COPYed, at about half the server CPU of the upsert (measured 12 against 22 µs
-   * per row), and an id that exists already fails the COPY with a unique violation, which aborts
-   * the caller's transaction.
-   *
-   * This is the hot path of every batch. Otherwise, on Postgres, the rows travel as one JSON
-   * parameter per chunk and the server unpacks them (`json_to_recordset`): one round trip and one
-   * short statement instead of thousands of placeholders; payloads travel as JSON text, so each
-   * keeps its text (key order) as sent. Outside a transaction a chunk is first written with a
-   * plain INSERT, which costs the server about three quarters of the upsert (43,500 against
-   * 34,400 rows/s), and written again as the upsert only when it hits an existing id. On SQLite
-   * see below.
+   * Appends a batch of events to the log: a unit per pipeline among `rows` (a batch has one), in
+   * the order given. `canonicalTimes` says every `occurred_at` is already ISO 8601 UTC with
+   * milliseconds (the runtime's are), which spares re-spelling them.
    */
-  async upsertMany(rows: readonly EventRow[], options: { canonicalTimes?: boolean; fresh?: boolean } = {}): Promise<void> {
-    if (rows.length === 0) return;
+  async append(rows: readonly EventRow[], options: { canonicalTimes?: boolean } = {}): Promise<void> {
+    for (const unit of unitsOf(rows, options)) await this.appendUnit(unit);
+  }
+
+  private async appendUnit(a: AppendedUnit): Promise<void> {
+    const u = a.unit;
+    const row = {
+      workspace_id: a.workspace_id, pipeline_id: a.pipeline_id, count: u.count, min_occurred_at: u.min_occurred_at, max_occurred_at: u.max_occurred_at,
+      failed: u.failed, filtered: u.filtered, created_at: a.created_at, body: compressUnit(u.json),
+    };
+    const postgres = !this.dialect.inProcess;
+    const [inserted] = (await this.db('event_units').insert(postgres ? { ...row, keys: a.keys } : row).returning('id')) as Array<{ id: unknown } | number>;
+    const unitId = toInt(typeof inserted === 'object' ? inserted.id : inserted);
+    if (!postgres) {
+      for (let k = 0; k < a.keys.length; k += 400) {
+        await this.db('event_keys').insert(a.keys.slice(k, k + 400).map((key) => ({ key, unit_id: unitId }))).onConflict(['key', 'unit_id']).ignore();
+      }
+    }
+    await this.db('event_unit_types').insert(u.types.map((type) => ({ pipeline_id: a.pipeline_id, type, unit_id: unitId }))).onConflict(['pipeline_id', 'type', 'unit_id']).ignore();
+    for (const c of a.changes) {
+      await this.db('event_changes')
+        .insert({ unit_id: unitId, idx: c.index, ...changeColumns(c.row) })
+        .onConflict('event_id')
+        .merge(['unit_id', 'idx', 'type', 'occurred_at', 'payload', 'status', 'attempts', 'error', 'dead_lettered_at', 'updated_at']);
+    }
+  }
+
+  /**
+   * Records the new outcome of events the log holds already (a replay's): their change rows are
+   * updated. An event the log does not hold is appended, in a unit of its own.
+   */
+  async settle(rows: readonly EventRow[], options: { canonicalTimes?: boolean } = {}): Promise<void> {
     const time = storedTime(options.canonicalTimes);
-    if (this.dialect.inProcess) {
-      // A cached prepared statement executed once per row inside the caller's transaction
-      // (see StorageDialect.inProcess). Positional parameters, bound straight from the row: no intermediate object per event.
-      const prepared = rows.map((r) => [
-        r.id, r.workspace_id, r.pipeline_id, r.type, time(r.occurred_at), toJson(r.payload),
-        r.status, r.attempts, r.error ? toJson(r.error) : null, r.dead_lettered_at, r.created_at, r.updated_at,
-      ]);
-      await inSqliteTransaction(this.db, (conn) => {
-        const statement = sqliteStatement(conn, UPSERT_EVENT_SQLITE);
-        for (const values of prepared) statement.run(values);
-      });
-      return;
+    const missing: EventRow[] = [];
+    for (const r of rows) {
+      const patch = { status: r.status, attempts: r.attempts, error: r.error ? toJson(r.error) : null, dead_lettered_at: r.dead_lettered_at, updated_at: r.updated_at };
+      const changed = affected(await this.db('event_changes').where({ event_id: r.id, workspace_id: r.workspace_id, pipeline_id: r.pipeline_id }).update(patch));
+      if (changed === 0) missing.push({ ...r, occurred_at: time(r.occurred_at) });
     }
-    const inTransaction = (this.db as Knex.Transaction).isTransaction === true;
-    if (options.fresh && inTransaction) return this.copyFresh(rows, time);
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      const chunk = JSON.stringify(
-        rows.slice(i, i + INSERT_CHUNK).map((r) => ({
-          ...r,
-          // occurred_at is compared as text (ordering, since/until, cursors): one exact form only.
-          occurred_at: time(r.occurred_at),
-          payload: toJson(r.payload),
-          error: r.error ? toJson(r.error) : null,
-        })),
-      );
-      if (inTransaction || !(await this.insertFresh(chunk))) await this.db.raw(UPSERT_EVENTS_PG, [chunk]);
-    }
+    if (missing.length > 0) await this.append(missing, { canonicalTimes: true });
   }
 
-  /** COPYs new events on the caller's transaction's connection (see `fresh` in {@link upsertMany}). */
-  private async copyFresh(rows: readonly EventRow[], time: (t: string) => string): Promise<void> {
-    const lines: string[] = new Array(rows.length);
-    for (let i = 0; i < rows.length; i++) {
-      const r = rows[i]!;
-      lines[i] =
-        `${copyValue(r.id)}\t${copyValue(r.workspace_id)}\t${copyValue(r.pipeline_id)}\t${copyValue(r.type)}\t${copyValue(time(r.occurred_at))}\t${copyValue(toJson(r.payload))}\t` +
-        `${copyValue(r.status)}\t${r.attempts}\t${r.error ? copyValue(toJson(r.error)) : '\\N'}\t${copyValue(r.dead_lettered_at)}\t${copyValue(r.created_at)}\t${copyValue(r.updated_at)}\n`;
-    }
-    // One Buffer, outside the JS heap, for the whole batch. Built up as one string, the batch's
-    // text stayed in the heap until a full collection: draining 1,000,000 events, the heap grew
-    // to 370 MB between two and the process peaked at 494 MB; with this, 256 MB (bench/pipeline).
-    const data = Buffer.from(lines.join(''));
-    // The transaction's own connection: knex hands it out while the transaction lasts.
-    const connection = (await (this.db as Knex.Transaction).client.acquireConnection()) as pg.Client;
-    await pipeline(Readable.from([data]), connection.query(copyFrom(COPY_EVENTS_PG)));
-  }
-
-  /** Writes a chunk of new events with a plain INSERT, outside any transaction; false (and nothing written) when an id exists already. */
-  private async insertFresh(chunk: string): Promise<boolean> {
-    try {
-      await this.db.raw(INSERT_EVENTS_PG, [chunk]);
-      return true;
-    } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
-      return false;
-    }
-  }
-
-  /** An event of the workspace. */
+  /** An event of the workspace: its change row, or else the newest unit that holds it. */
   async get(workspaceId: string, id: string): Promise<EventRow | null> {
-    const row = await this.db('events').where({ workspace_id: workspaceId, id }).first();
-    return row ? mapEvent(row) : null;
+    const change = (await this.db('event_changes').where({ workspace_id: workspaceId, event_id: id }).first()) as Record<string, unknown> | undefined;
+    if (change) return mapChange(change);
+    const key = eventKey(id);
+    const units = (
+      this.dialect.inProcess
+        ? await this.db('event_keys').join('event_units', 'event_units.id', 'event_keys.unit_id').where({ 'event_keys.key': key, 'event_units.workspace_id': workspaceId }).select('event_units.*').orderBy('event_units.id', 'desc')
+        : await this.db('event_units').where('workspace_id', workspaceId).andWhereRaw('keys @> ARRAY[?]::bigint[]', [key]).select(UNIT_READ).orderBy('id', 'desc')
+    ) as Record<string, unknown>[];
+    for (const unit of units) {
+      const decoded = new DecodedUnit(unit.body as Buffer);
+      const index = decoded.indexOf(id);
+      if (index >= 0) return unitRow(unit, decoded, index);
+    }
+    return null;
   }
 
-  /** Lists a pipeline's events by `(occurred_at, id)`, oldest first or (`desc`) newest first. */
+  /**
+   * Lists a pipeline's events in log order, oldest first or (`desc`) newest first. `after` is
+   * the position `[unit, index]` (as text) of the last event of the page before.
+   */
   async list(
     workspaceId: string,
     pipelineId: string,
@@ -191,62 +202,117 @@ export class EventsRepo {
     limit: number,
     order: SortOrder = 'asc',
   ): Promise<KeysetResult<EventRow>> {
-    const query = this.db('events').where({ workspace_id: workspaceId, pipeline_id: pipelineId });
-    // A next page starts after a row at or past `since` (oldest first), or before a row before
-    // `until` (newest first): the cursor then says everything that bound does. Left in, it made
-    // SQLite start its index range at the bound rather than at the cursor, walking every row
-    // before the page (18 ms 90,000 rows into a window, against 0.8 ms).
-    const at = after !== undefined && typeof after[0] === 'string' ? after[0] : undefined;
-    let bounds = filters;
-    if (at !== undefined && order === 'asc' && filters.since !== undefined && at >= filters.since) bounds = { ...filters, since: undefined };
-    if (at !== undefined && order === 'desc' && filters.until !== undefined && at < filters.until) bounds = { ...filters, until: undefined };
-    applyFilters(query, bounds);
-    const page = await keysetPage<Record<string, unknown>>(query, ['occurred_at', 'id'], after, limit, order);
-    return { rows: page.rows.map(mapEvent), hasMore: page.hasMore };
+    if (filters.status !== undefined && OPEN.includes(filters.status)) return this.listChanges(workspaceId, pipelineId, filters, after, limit, order);
+    const asc = order === 'asc';
+    const position = after ? { unit: Number(after[0]), index: Number(after[1]) } : undefined;
+    const out: EventRow[] = [];
+    // The first unit read may be the cursor's own; the units after it come in growing steps.
+    let bound = position?.unit;
+    let inclusive = true;
+    let step = FIRST_UNITS;
+    for (;;) {
+      const query = this.db('event_units').select(UNIT_READ).where({ workspace_id: workspaceId, pipeline_id: pipelineId });
+      if (bound !== undefined) query.andWhere('id', asc ? (inclusive ? '>=' : '>') : inclusive ? '<=' : '<', bound);
+      if (filters.type !== undefined) {
+        query.whereIn('id', (sub) => sub.select('unit_id').from('event_unit_types').where({ pipeline_id: pipelineId, type: filters.type }));
+      }
+      if (filters.since !== undefined) query.andWhere('max_occurred_at', '>=', filters.since);
+      if (filters.until !== undefined) query.andWhere('min_occurred_at', '<', filters.until);
+      if (filters.status === 'filtered') {
+        // A replay may filter an event of a unit that had none.
+        query.andWhere((q) => q.where('filtered', '>', 0).orWhereIn('id', (sub) => sub.select('unit_id').from('event_changes').where({ pipeline_id: pipelineId, status: 'filtered' })));
+      }
+      const units = (await query.orderBy('id', order).limit(step)) as Record<string, unknown>[];
+      if (units.length === 0) return { rows: out, hasMore: false };
+      const overlay = await this.overlay(units);
+      for (const unit of units) {
+        const id = toInt(unit.id);
+        const decoded = new DecodedUnit(unit.body as Buffer);
+        const n = decoded.length;
+        let k = asc ? 0 : n - 1;
+        if (position && id === position.unit) k = asc ? position.index + 1 : position.index - 1;
+        for (; asc ? k < n : k >= 0; k += asc ? 1 : -1) {
+          if (filters.type !== undefined && decoded.typeAt(k) !== filters.type) continue;
+          const at = decoded.occurredAt(k);
+          if (filters.since !== undefined && at < filters.since) continue;
+          if (filters.until !== undefined && at >= filters.until) continue;
+          const row = overlay.get(id)?.get(k) ?? unitRow(unit, decoded, k);
+          if (filters.status !== undefined && row.status !== filters.status) continue;
+          if (out.length === limit) return { rows: out, hasMore: true };
+          out.push(row);
+        }
+      }
+      if (units.length < step) return { rows: out, hasMore: false };
+      bound = toInt(units[units.length - 1]!.id);
+      inclusive = false;
+      step = Math.min(step * 4, MAX_UNITS);
+    }
+  }
+
+  /** The change rows of these units' events, by unit and index: only units that had dead letters have any. */
+  private async overlay(units: readonly Record<string, unknown>[]): Promise<Map<number, Map<number, EventRow>>> {
+    const ids = units.filter((u) => toInt(u.failed) > 0).map((u) => toInt(u.id));
+    const out = new Map<number, Map<number, EventRow>>();
+    if (ids.length === 0) return out;
+    const created = new Map(units.map((u) => [toInt(u.id), String(u.created_at)]));
+    for (const row of (await this.db('event_changes').whereIn('unit_id', ids)) as Record<string, unknown>[]) {
+      const unit = toInt(row.unit_id);
+      let byIndex = out.get(unit);
+      if (!byIndex) out.set(unit, (byIndex = new Map()));
+      byIndex.set(toInt(row.idx), mapChange(row, created.get(unit)));
+    }
+    return out;
+  }
+
+  /** `status=dead_lettered` or `replaying`: from the change rows alone, in log order. */
+  private async listChanges(
+    workspaceId: string,
+    pipelineId: string,
+    filters: EventFilters,
+    after: readonly string[] | undefined,
+    limit: number,
+    order: SortOrder,
+  ): Promise<KeysetResult<EventRow>> {
+    const query = this.db('event_changes').where({ workspace_id: workspaceId, pipeline_id: pipelineId, status: filters.status });
+    applyChangeFilters(query, filters);
+    const page = await keysetPage<Record<string, unknown>>(query, ['unit_id', 'idx'], after?.map(Number) as unknown as string[] | undefined, limit, order);
+    return { rows: page.rows.map((r) => mapChange(r)), hasMore: page.hasMore };
   }
 
   /**
    * How many of a pipeline's events are `dead_lettered` and `replaying` now. The caller has found
-   * the pipeline in its workspace already (pipeline ids are the engine's own, one workspace
-   * each): counting by pipeline alone is answered from the partial status index without reading
-   * the events' rows, where a `workspace_id` filter would read the row of every event counted (a
-   * million dead letters: a second rather than a few ms). `status <> 'delivered'` is spelled out
-   * so both planners may use that index, as in the listing.
+   * the pipeline in its workspace already (pipeline ids are the engine's own, one workspace each).
    */
   async countOpen(pipelineId: string): Promise<{ dead_lettered: number; replaying: number }> {
-    const rows = (await this.db('events')
-      .select('status')
-      .count({ n: '*' })
-      .where('pipeline_id', pipelineId)
-      .whereIn('status', ['dead_lettered', 'replaying'])
-      .andWhereRaw(`status <> 'delivered'`)
-      .groupBy('status')) as { status: string; n: unknown }[];
+    const rows = (await this.db('event_changes').select('status').count({ n: '*' }).where('pipeline_id', pipelineId).whereIn('status', OPEN).groupBy('status')) as { status: string; n: unknown }[];
     const counts = { dead_lettered: 0, replaying: 0 };
     for (const row of rows) if (row.status === 'dead_lettered' || row.status === 'replaying') counts[row.status] = toInt(row.n);
     return counts;
   }
 
-  /** Updates one event's status fields; `expectStatus` makes it a compare-and-set. */
+  /**
+   * Updates the status fields of an event that has a change row (every event dead-lettered
+   * once has); `expectStatus` makes it a compare-and-set. False when nothing changed.
+   */
   async updateStatus(
     workspaceId: string,
     id: string,
-    patch: Partial<Pick<EventRow, 'status' | 'attempts' | 'error' | 'dead_lettered_at' | 'updated_at' | 'payload' | 'type'>>,
+    patch: Partial<Pick<EventRow, 'status' | 'attempts' | 'error' | 'dead_lettered_at' | 'updated_at'>>,
     expectStatus?: EventStatus,
   ): Promise<boolean> {
-    const query = this.db('events').where({ workspace_id: workspaceId, id });
+    const query = this.db('event_changes').where({ workspace_id: workspaceId, event_id: id });
     if (expectStatus) query.andWhere({ status: expectStatus });
     const update: Record<string, unknown> = { ...patch };
     if (patch.error !== undefined) update.error = patch.error ? toJson(patch.error) : null;
-    if (patch.payload !== undefined) update.payload = toJson(patch.payload);
     return affected(await query.update(update)) === 1;
   }
 
-  /** The attempts spent so far on each of these events (a replay adds to them). */
+  /** The attempts spent so far on each of these events (a replay adds to them): dead-lettered ones, from their change rows. */
   async attemptsOf(ids: readonly string[]): Promise<Map<string, number>> {
     const out = new Map<string, number>();
-    for (let i = 0; i < ids.length; i += INSERT_CHUNK) {
-      const rows = (await this.db('events').whereIn('id', ids.slice(i, i + INSERT_CHUNK)).select('id', 'attempts')) as { id: string; attempts: unknown }[];
-      for (const row of rows) out.set(row.id, toInt(row.attempts));
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      const rows = (await this.db('event_changes').whereIn('event_id', ids.slice(i, i + CHUNK)).select('event_id', 'attempts')) as { event_id: string; attempts: unknown }[];
+      for (const row of rows) out.set(row.event_id, toInt(row.attempts));
     }
     return out;
   }
@@ -259,7 +325,6 @@ export class EventsRepo {
       .merge(['stage', 'record', 'replay_requested_at', 'created_at']);
   }
 
-  /** The dead letter of an event, if it has one. */
   /**
    * Claims requested replays (dead letters with `replay_requested_at`), oldest request first: of
    * one pipeline, or of any active pipeline. See `LeasedQueue.claim`.
@@ -280,6 +345,7 @@ export class EventsRepo {
     return { token: claim.token, rows: claim.rows.map(mapDeadLetter) };
   }
 
+  /** The dead letter of an event, if it has one. */
   async getDeadLetter(eventId: string): Promise<DeadLetterRow | null> {
     const row = await this.db('dead_letters').where({ event_id: eventId }).first();
     return row ? mapDeadLetter(row) : null;
@@ -291,21 +357,33 @@ export class EventsRepo {
   }
 
   /**
-   * Deletes up to `limit` of a pipeline's settled events (delivered or filtered) that happened
-   * and were logged before `before` (ISO 8601), oldest first; returns how many. Dead-lettered
-   * and replaying events stay: they are what a replay needs. The pipeline's listing index finds
-   * them, so a pass costs the rows it deletes, not the size of the log.
+   * Deletes up to `limit` of a pipeline's units whose events all happened, and which was logged,
+   * before `before` (ISO 8601), oldest first, with their keys, types and change rows; returns
+   * how many units. A unit holding an event that is dead-lettered or replaying now stays whole:
+   * it is what a replay needs.
    */
   async deleteSettledBefore(pipelineId: string, before: string, limit: number): Promise<number> {
-    const ids = this.db('events')
-      .select('id')
+    const units = (await this.db('event_units')
+      .select('id', 'body')
       .where({ pipeline_id: pipelineId })
-      .andWhere('occurred_at', '<', before)
+      .andWhere('max_occurred_at', '<', before)
       .andWhere('created_at', '<', before)
-      .whereIn('status', ['delivered', 'filtered'])
-      .orderBy('occurred_at')
-      .limit(limit);
-    return affected(await this.db('events').whereIn('id', ids).delete());
+      .whereNotExists((sub) => sub.select('event_id').from('event_changes').whereRaw('event_changes.unit_id = event_units.id').whereIn('status', OPEN))
+      .orderBy('id')
+      .limit(limit)) as Record<string, unknown>[];
+    if (units.length === 0) return 0;
+    const ids = units.map((u) => toInt(u.id));
+    if (this.dialect.inProcess) {
+      // The keys are found from the units' own ids: an index by unit would cost every event a second entry.
+      for (const unit of units) {
+        const decoded = new DecodedUnit(unit.body as Buffer);
+        const keys = [...new Set(Array.from({ length: decoded.length }, (_, k) => eventKey(decoded.event(k).id)))];
+        for (let k = 0; k < keys.length; k += 500) await this.db('event_keys').where('unit_id', toInt(unit.id)).whereIn('key', keys.slice(k, k + 500)).delete();
+      }
+    }
+    await this.db('event_unit_types').where('pipeline_id', pipelineId).whereIn('unit_id', ids).delete();
+    await this.db('event_changes').whereIn('unit_id', ids).delete();
+    return affected(await this.db('event_units').whereIn('id', ids).delete());
   }
 
   /**
@@ -317,70 +395,97 @@ export class EventsRepo {
     // next ones and memory stays bounded however many match.
     let count = 0;
     for (;;) {
-      const select = this.db('events').select('id').where({ workspace_id: workspaceId, pipeline_id: pipelineId, status: 'dead_lettered' }).andWhereRaw(`status <> 'delivered'`);
-      applyFilters(select, filters);
-      const chunk = ((await select.orderBy('id').limit(INSERT_CHUNK)) as { id: string }[]).map((r) => r.id);
+      const select = this.db('event_changes').select('event_id').where({ workspace_id: workspaceId, pipeline_id: pipelineId, status: 'dead_lettered' });
+      applyChangeFilters(select, filters);
+      const chunk = ((await select.orderBy(['unit_id', 'idx']).limit(CHUNK)) as { event_id: string }[]).map((r) => r.event_id);
       if (chunk.length === 0) break;
-      count += affected(
-        await this.db('events').whereIn('id', chunk).andWhere({ status: 'dead_lettered' }).update({ status: 'replaying', updated_at: now }),
-      );
+      count += affected(await this.db('event_changes').whereIn('event_id', chunk).andWhere({ status: 'dead_lettered' }).update({ status: 'replaying', updated_at: now }));
       await this.db('dead_letters').whereIn('event_id', chunk).update({ replay_requested_at: now });
     }
     return count;
   }
 }
 
+/** The unit columns a read needs (not Postgres's `keys`). */
+const UNIT_READ = ['id', 'workspace_id', 'pipeline_id', 'failed', 'created_at', 'body'];
+
+/** The event at `index` of a unit read from storage, as an event row. */
+function unitRow(unit: Record<string, unknown>, decoded: DecodedUnit, index: number): EventRow {
+  const e = decoded.event(index);
+  const created = String(unit.created_at);
+  return {
+    ...e,
+    workspace_id: String(unit.workspace_id),
+    pipeline_id: String(unit.pipeline_id),
+    created_at: created,
+    updated_at: created,
+    log: { unit: toInt(unit.id), index },
+  };
+}
+
+/** The columns of an event's change row, but its unit and index. */
+function changeColumns(r: EventRow): Record<string, SqlValue> {
+  return {
+    event_id: r.id, workspace_id: r.workspace_id, pipeline_id: r.pipeline_id, type: r.type, occurred_at: r.occurred_at,
+    payload: r.payload === null ? null : toJson(r.payload), status: r.status, attempts: r.attempts,
+    error: r.error ? toJson(r.error) : null, dead_lettered_at: r.dead_lettered_at, updated_at: r.updated_at,
+  };
+}
+
 /**
- * A batch's event-log rows as a step of a SQLite writer-thread transaction. What every row shares
- * (workspace, pipeline, times, and status and attempts when all rows have the same) is written
- * into the statement as literals, so the thread binds only what varies: binding the shared eight
- * again for each row cost SQLite a fifth of the insert. A batch with dead letters binds their
- * error and time too. The statement is prepared once per batch (its times differ). The rows are
- * inserted as new: an id written before (a batch read again after a crash) fails the transaction
- * with a unique violation, and the caller commits it again with {@link asEventUpsert}. A plain
- * insert costs SQLite about a tenth less than the upsert.
+ * Groups rows into units: one per pipeline, in the order of their first row, each unit's events
+ * in the order given. Times are spelled canonically (an invalid one is refused with a RangeError).
  */
-export function eventOutcomesStep(
-  shared: { workspace_id: string; pipeline_id: string; now: string },
-  rows: readonly (Pick<EventRow, 'id' | 'type' | 'occurred_at' | 'payload' | 'status' | 'attempts'> & Partial<Pick<EventRow, 'error' | 'dead_lettered_at'>>)[],
-  options: { canonicalTimes?: boolean } = {},
-): WriterStep {
+export function unitsOf(rows: readonly EventRow[], options: { canonicalTimes?: boolean } = {}): AppendedUnit[] {
   const time = storedTime(options.canonicalTimes);
-  const first = rows[0];
-  const failed = rows.some((r) => r.error);
-  const uniform = !failed && first !== undefined && rows.every((r) => r.status === first.status && r.attempts === first.attempts);
-  const varying = failed ? OUTCOME_VARYING_FAILED : uniform ? OUTCOME_VARYING : OUTCOME_VARYING_ALL;
-  const values: SqlValue[] = new Array(rows.length * varying.length);
-  let at = 0;
+  const groups = new Map<string, EventRow[]>();
   for (const r of rows) {
-    values[at++] = r.id;
-    values[at++] = r.type;
-    values[at++] = time(r.occurred_at);
-    values[at++] = toJson(r.payload);
-    if (uniform) continue;
-    values[at++] = r.status;
-    values[at++] = r.attempts;
-    if (!failed) continue;
-    values[at++] = r.error ? toJson(r.error) : null;
-    values[at++] = r.dead_lettered_at ?? null;
+    const key = `${r.workspace_id}\0${r.pipeline_id}`;
+    let group = groups.get(key);
+    if (!group) groups.set(key, (group = []));
+    group.push(r);
   }
-  // In EVENT_COLUMNS order: the varying ones are filled in row by row.
-  const template: SqlValue[] = [null, shared.workspace_id, shared.pipeline_id, null, null, null, uniform ? first.status : null, uniform ? first.attempts : null, null, null, shared.now, shared.now];
-  const literals = template.map((value, i) => (varying.includes(i) ? '?' : sqliteLiteral(value)));
-  if (literals.some((l) => l === undefined)) return { sql: INSERT_EVENT_SQLITE, rows: rows.length, shared: template, varying, values };
-  const sql = `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${literals.join(', ')})`;
-  return { sql, rows: rows.length, shared: varying.map(() => null), varying: varying.map((_, i) => i), values };
+  const out: AppendedUnit[] = [];
+  for (const group of groups.values()) {
+    const first = group[0]!;
+    const events: UnitEvent[] = new Array(group.length);
+    const keys = new Set<number>();
+    const changes: AppendedUnit['changes'] = [];
+    let created = first.created_at;
+    for (let k = 0; k < group.length; k++) {
+      const r = group[k]!;
+      const occurred = time(r.occurred_at);
+      events[k] = { id: r.id, type: r.type, occurred_at: occurred, payload: r.payload, status: r.status, attempts: r.attempts, error: r.error, dead_lettered_at: r.dead_lettered_at };
+      keys.add(eventKey(r.id));
+      if (r.created_at > created) created = r.created_at;
+      if (OPEN.includes(r.status)) changes.push({ index: k, row: { ...r, occurred_at: occurred } });
+    }
+    out.push({ workspace_id: first.workspace_id, pipeline_id: first.pipeline_id, created_at: created, unit: encodeUnit(events), keys: [...keys], changes });
+  }
+  return out;
 }
 
-/** {@link eventOutcomesStep}'s rows written as an upsert: a re-read updates the rows it wrote before. */
-export function asEventUpsert(step: WriterStep): WriterStep {
-  return { ...step, sql: `${step.sql} ${ON_CONFLICT}` };
+/**
+ * A batch's unit as steps of a SQLite writer-thread transaction: the unit's row (its body
+ * compressed on the thread), its keys, its types, and the change rows of its dead letters.
+ */
+export function unitSteps(a: AppendedUnit): WriterStep[] {
+  const u = a.unit;
+  const steps: WriterStep[] = [
+    singleStep(INSERT_UNIT_SQLITE, [a.workspace_id, a.pipeline_id, u.count, u.min_occurred_at, u.max_occurred_at, u.failed, u.filtered, a.created_at, u.json], { deflate: 8 }),
+    { sql: INSERT_KEY_SQLITE, rows: a.keys.length, shared: [null], varying: [0], values: a.keys },
+    { sql: INSERT_TYPE_SQLITE, rows: u.types.length, shared: [a.pipeline_id, null], varying: [1], values: u.types },
+  ];
+  if (a.changes.length > 0) {
+    const values: SqlValue[] = [];
+    for (const c of a.changes) {
+      const cols = changeColumns(c.row);
+      values.push(a.pipeline_id, ...CHANGE_COLUMNS.map((name) => (name === 'idx' ? c.index : cols[name]!)));
+    }
+    steps.push({ sql: INSERT_CHANGE_SQLITE, rows: a.changes.length, shared: new Array<SqlValue>(CHANGE_COLUMNS.length + 1).fill(null), varying: Array.from({ length: CHANGE_COLUMNS.length + 1 }, (_, i) => i), values });
+  }
+  return steps;
 }
-
-/** The positions in EVENT_COLUMNS of what {@link eventOutcomesStep} sends for each row. */
-const OUTCOME_VARYING = ['id', 'type', 'occurred_at', 'payload'].map((c) => EVENT_COLUMNS.indexOf(c));
-const OUTCOME_VARYING_ALL = [...OUTCOME_VARYING, ...['status', 'attempts'].map((c) => EVENT_COLUMNS.indexOf(c))];
-const OUTCOME_VARYING_FAILED = [...OUTCOME_VARYING_ALL, ...['error', 'dead_lettered_at'].map((c) => EVENT_COLUMNS.indexOf(c))];
 
 const DEAD_LETTER_COLUMNS = ['event_id', 'workspace_id', 'pipeline_id', 'stage', 'record', 'replay_requested_at', 'created_at'];
 const PUT_DEAD_LETTER_SQLITE = `INSERT INTO dead_letters (${DEAD_LETTER_COLUMNS.join(', ')}) VALUES (${DEAD_LETTER_COLUMNS.map(() => '?').join(', ')})
@@ -412,13 +517,9 @@ export function canonicalTimestamp(value: string): string {
   return new Date(ms).toISOString();
 }
 
-function applyFilters(query: Knex.QueryBuilder, filters: EventFilters): void {
+/** The filters a change row answers by its own columns. */
+function applyChangeFilters(query: Knex.QueryBuilder, filters: Omit<EventFilters, 'status'>): void {
   if (filters.type !== undefined) query.andWhere('type', filters.type);
-  if (filters.status !== undefined) {
-    query.andWhere('status', filters.status);
-    // Spelled out so the planner may use the partial index of the statuses other than `delivered`.
-    if (filters.status !== 'delivered') query.andWhereRaw(`status <> 'delivered'`);
-  }
   if (filters.since !== undefined) query.andWhere('occurred_at', '>=', filters.since);
   if (filters.until !== undefined) query.andWhere('occurred_at', '<', filters.until);
 }
