@@ -205,26 +205,26 @@ export async function drainThroughEngine(bench: BenchEngine, name: string, count
 }
 
 /**
- * The rows a pipeline wrote to the event log, in the order it wrote its batches: by
- * `occurred_at` (the record's time, or the batch's read time for a record without one), then id.
+ * The rows a pipeline wrote to the event log, in log order (the order it wrote its batches).
  * Read back rather than rebuilt, so the baseline writes the very rows the engine did, whatever
- * ids and times the engine derives: the id's shape alone (time-ordered or scattered) changes how
- * fast an index takes them.
+ * ids and times the engine derives.
  */
 export async function loggedRows(storage: FerryStorage, pipelineId: string): Promise<EventRow[]> {
-  const raw = (await storage.knex('events').where({ pipeline_id: pipelineId }).orderBy([{ column: 'occurred_at' }, { column: 'id' }])) as Record<string, unknown>[];
-  return raw.map((r) => ({
-    ...(r as unknown as EventRow),
-    payload: JSON.parse(String(r.payload)) as EventRow['payload'],
-    error: r.error === null ? null : (JSON.parse(String(r.error)) as EventRow['error']),
-    attempts: Number(r.attempts),
-  }));
+  const rows: EventRow[] = [];
+  let after: string[] | undefined;
+  for (;;) {
+    const page = await storage.repos.events.list(WORKSPACE, pipelineId, {}, after, 10_000);
+    rows.push(...page.rows);
+    if (!page.hasMore) return rows;
+    const last = page.rows[page.rows.length - 1]!.log!;
+    after = [String(last.unit), String(last.index)];
+  }
 }
 
 /**
  * The baseline of the throughput case: the storage work of a pipeline and nothing else. Writes
  * `rows` (see {@link loggedRows}) into a fresh event log, per batch of {@link BATCH_SIZE} one
- * `storage.transaction` of `events.upsertMany` and `checkpoints.put` (the position after the
+ * `storage.transaction` of `events.append` and `checkpoints.put` (the position after the
  * batch, as the engine's memory source checkpoints), under the same pipeline id. Returns the
  * seconds of the transactions; the pipeline row's creation is not counted.
  */
@@ -238,7 +238,7 @@ export async function directWrite(storage: FerryStorage, pipelineId: string, row
     const batch = rows.slice(from, from + BATCH_SIZE);
     await storage.transaction(async (repos) => {
       // As the engine calls it: its times are ISO 8601 UTC with milliseconds already.
-      await repos.events.upsertMany(batch, { canonicalTimes: true });
+      await repos.events.append(batch, { canonicalTimes: true });
       await repos.checkpoints.put(pipelineId, from + batch.length, null, batch[batch.length - 1]!.created_at);
     });
   }
@@ -247,9 +247,9 @@ export async function directWrite(storage: FerryStorage, pipelineId: string, row
   return seconds;
 }
 
-/** Fails unless the event log holds `count` rows of the pipeline: a benchmark that skipped the writes measured nothing. */
+/** Fails unless the event log holds `count` events of the pipeline: a benchmark that skipped the writes measured nothing. */
 async function assertLogged(storage: FerryStorage, pipelineId: string, count: number): Promise<void> {
-  const row = (await storage.knex('events').where({ pipeline_id: pipelineId }).count({ n: '*' }).first()) as { n: number | string } | undefined;
+  const row = (await storage.knex('event_units').where({ pipeline_id: pipelineId }).sum({ n: 'count' }).first()) as { n: number | string | null } | undefined;
   const logged = Number(row?.n ?? 0);
   if (logged !== count) throw new Error(`${pipelineId}: the event log holds ${logged} rows, expected ${count}`);
 }

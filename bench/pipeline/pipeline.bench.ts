@@ -6,7 +6,7 @@
  * DATABASE_URL), each case on fresh databases:
  *  - `<dialect>: throughput`: events/s through the pipeline for BENCH_PIPELINE_EVENTS events
  *    (default 200,000), against the direct write of the same event-log rows (read back from the
- *    pipeline's log) into a fresh log, batch by batch, with `events.upsertMany` +
+ *    pipeline's log) into a fresh log, batch by batch, with `events.append` +
  *    `checkpoints.put` in one `storage.transaction` and no engine around them: the ratio is what
  *    the engine keeps of the storage's speed. The sides take turns in five rounds of a fifth of
  *    the events, after a discarded warm-up of 10,000 events; the rounds' rates go to stderr.

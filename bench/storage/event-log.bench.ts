@@ -1,10 +1,11 @@
 /**
  * The event log is the storage hot path: every batch a pipeline moves is written to it with its
  * checkpoint in one transaction. This measures, on SQLite (file, WAL) and Postgres (embedded):
- *  - events/s through EventsRepo.upsertMany + checkpoint commit, against the simplest direct
- *    driver upsert of the same rows (better-sqlite3 prepared statement / pg multi-row INSERT ...
- *    ON CONFLICT), without the checkpoint;
- *  - a keyset page of the events listing at the start and deep into the log, against OFFSET.
+ *  - events/s through EventsRepo.append (a unit per batch) + checkpoint commit, against a row per
+ *    event written the simplest way (better-sqlite3 prepared statement / pg multi-row INSERT ...
+ *    ON CONFLICT), without the checkpoint: the event log as it was before units;
+ *  - a page of the events listing at the start and deep into the log, against an OFFSET page of
+ *    that row-per-event table.
  * Bounded: 100,000 events per dialect.
  */
 import { mkdtempSync } from 'node:fs';
@@ -45,26 +46,27 @@ async function ferryWrite(storage: FerryStorage, pipelineId: string): Promise<nu
   for (let i = 0; i < TOTAL; i += BATCH) {
     const batch = rows(i, BATCH, pipelineId);
     await storage.transaction(async (repos) => {
-      await repos.events.upsertMany(batch);
+      await repos.events.append(batch);
       await repos.checkpoints.put(pipelineId, { offset: i + BATCH }, null, batch[batch.length - 1]!.created_at);
     });
   }
   return TOTAL / ((performance.now() - started) / 1000);
 }
 
-async function pageCost(storage: FerryStorage, pipelineId: string, depth: number): Promise<{ keyset: number; offset: number }> {
-  const after = rows(depth, 1, pipelineId)[0]!;
+async function pageCost(storage: FerryStorage, pipelineId: string, depth: number, offsetPage: (depth: number) => Promise<unknown>): Promise<{ keyset: number; offset: number }> {
+  // The log position of the event at `depth`: units of BATCH events, numbered from 1.
+  const after = [String(Math.floor(depth / BATCH) + 1), String(depth % BATCH)];
   const repeat = 50;
   let started = performance.now();
-  for (let i = 0; i < repeat; i++) await storage.repos.events.list('bench', pipelineId, {}, [after.occurred_at, after.id], 100);
+  for (let i = 0; i < repeat; i++) await storage.repos.events.list('bench', pipelineId, {}, after, 100);
   const keyset = (performance.now() - started) / repeat;
   started = performance.now();
-  for (let i = 0; i < repeat; i++) {
-    await storage.knex('events').where({ workspace_id: 'bench', pipeline_id: pipelineId }).orderBy([{ column: 'occurred_at' }, { column: 'id' }]).offset(depth).limit(101);
-  }
+  for (let i = 0; i < repeat; i++) await offsetPage(depth);
   const offset = (performance.now() - started) / repeat;
   return { keyset, offset };
 }
+
+const OFFSET_PAGE = 'SELECT * FROM events WHERE pipeline_id = $1 ORDER BY occurred_at, id OFFSET $2 LIMIT 101';
 
 async function sqliteBench(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'ferry-bench-'));
@@ -85,12 +87,13 @@ async function sqliteBench(): Promise<void> {
   const started = performance.now();
   for (let i = 0; i < TOTAL; i += BATCH) tx(rows(i, BATCH, 'pip_bench'));
   const baseline = TOTAL / ((performance.now() - started) / 1000);
-  raw.close();
   emit('storage', 'sqlite: event log write (batch 500 + checkpoint)', ferry, 'events/s', baseline);
+  const page = raw.prepare(OFFSET_PAGE.replace('$1', '?').replace('$2', '?'));
   for (const depth of [0, TOTAL - 200]) {
-    const cost = await pageCost(storage, 'pip_bench', depth);
-    emit('storage', `sqlite: events page of 100 at depth ${depth}, keyset vs OFFSET`, cost.keyset, 'ms', cost.offset);
+    const cost = await pageCost(storage, 'pip_bench', depth, async (d) => page.all('pip_bench', d));
+    emit('storage', `sqlite: events page of 100 at depth ${depth}, log position vs OFFSET`, cost.keyset, 'ms', cost.offset);
   }
+  raw.close();
   await storage.close();
 }
 
@@ -119,15 +122,16 @@ async function postgresBench(): Promise<void> {
       await client.query('COMMIT');
     }
     const baseline = TOTAL / ((performance.now() - started) / 1000);
-    await client.end();
     emit('storage', 'postgres: event log write (batch 500 + checkpoint)', ferry, 'events/s', baseline);
     // Fresh statistics, as autovacuum would have after a bulk load; without them the planner
     // sorts the whole table for a first page.
-    await storage.knex.raw('ANALYZE events');
+    await storage.knex.raw('ANALYZE event_units');
+    await client.query('ANALYZE events');
     for (const depth of [0, TOTAL - 200]) {
-      const cost = await pageCost(storage, 'pip_bench', depth);
-      emit('storage', `postgres: events page of 100 at depth ${depth}, keyset vs OFFSET`, cost.keyset, 'ms', cost.offset);
+      const cost = await pageCost(storage, 'pip_bench', depth, (d) => client.query(OFFSET_PAGE, ['pip_bench', d]));
+      emit('storage', `postgres: events page of 100 at depth ${depth}, log position vs OFFSET`, cost.keyset, 'ms', cost.offset);
     }
+    await client.end();
     await storage.close();
   } finally {
     await server.stop();
