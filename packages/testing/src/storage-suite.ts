@@ -317,6 +317,32 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       expect(await storage.repos.events.countOpen('pip_1')).toEqual({ dead_lettered: 1, replaying: 0 });
     });
 
+    it('events: a type rare in its unit is listed from its copies, in log order, with its changes', async () => {
+      const unit = (from: number) => Array.from({ length: 40 }, (_, k) => eventRow(from + k, { type: k === 5 || k === 30 ? 'order.refunded' : 'order.created' }));
+      await storage.repos.events.append(unit(0));
+      await storage.repos.events.append(unit(100).map((r) => (r.id === 'evt_000130' ? { ...r, status: 'dead_lettered' as const, attempts: 3, error: { stage: 'destination', code: 'no', message: 'no' } } : r)));
+      expect((await storage.knex('event_unit_types').whereNotNull('events')).length).toBe(2);
+      for (const order of ['asc', 'desc'] as const) {
+        const seen: string[] = [];
+        let after: string[] | undefined;
+        for (;;) {
+          const page = await storage.repos.events.list('ws_a', 'pip_1', { type: 'order.refunded' }, after, 1, order);
+          seen.push(...page.rows.map((r) => r.id));
+          if (!page.hasMore) break;
+          after = [String(page.rows[0]!.log!.unit), String(page.rows[0]!.log!.index)];
+        }
+        const all = ['evt_000005', 'evt_000030', 'evt_000105', 'evt_000130'];
+        expect(seen).toEqual(order === 'asc' ? all : all.reverse());
+      }
+      await storage.repos.events.settle([eventRow(130, { type: 'order.refunded', status: 'delivered', attempts: 4, updated_at: at(50) })]);
+      const listed = await storage.repos.events.list('ws_a', 'pip_1', { type: 'order.refunded', since: at(30_000) }, undefined, 10);
+      expect(listed.rows.map((r) => [r.id, r.status, r.attempts, r.payload])).toEqual([
+        ['evt_000105', 'delivered', 1, { n: 105 }],
+        ['evt_000130', 'delivered', 4, { n: 130 }],
+      ]);
+      expect(listed.rows[0]).toEqual(await storage.repos.events.get('ws_a', 'evt_000105'));
+    });
+
     it('events: a large batch is one unit, and pages through', async () => {
       const rows = Array.from({ length: 2_345 }, (_, i) => eventRow(i));
       await storage.repos.events.append(rows);

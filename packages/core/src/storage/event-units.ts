@@ -8,7 +8,9 @@ import type { JsonObject } from '../plugin-api/index.js';
  * rather than a row per event (see ARCHITECTURE.md, "The event log"). Its events are serialized
  * once, as one JSON document of columns, and compressed; the unit's row keeps beside it only what
  * a listing prunes whole units by (the span of `occurred_at`, how many were dead-lettered or
- * filtered), and `event_unit_types` the set of its types.
+ * filtered), and `event_unit_types` the set of its types. A type that is rare in its unit (at
+ * most one event in {@link RARE_SHARE}) has its events copied in its `event_unit_types` row: a
+ * listing filtered on it reads those rows, not every unit's body.
  *
  * Columns rather than an object per event: ids, types and times side by side compress far better
  * (a 1,000-event batch of 110-byte payloads: 21 bytes an event with its payload, 13 without, where
@@ -50,7 +52,15 @@ export interface UnitSummary {
   filtered: number;
   /** The distinct types, for `event_unit_types`. */
   types: string[];
+  /** The events of each rare type, as {@link InlineEvents} JSON, by type. */
+  inline: Map<string, string>;
 }
+
+/** A type is rare in a unit of n events when it has at most n / RARE_SHARE of them. */
+export const RARE_SHARE = 16;
+
+/** A rare type's events in its `event_unit_types` row: each with its index in the unit. */
+export type InlineEvents = Array<[number, UnitEvent]>;
 
 /** A unit ready to write: its summary, and its body as JSON text (compressed by whoever writes it). */
 export interface EncodedUnit extends UnitSummary {
@@ -96,11 +106,22 @@ export function encodeUnit(events: readonly UnitEvent[]): EncodedUnit {
     if (e.payload !== null) anyPayload = true;
   }
   const types = [...typeIndex.keys()];
+  const inline = new Map<string, string>();
+  if (types.length > 1) {
+    const counts = new Array<number>(types.length).fill(0);
+    for (const t of typeOf) counts[t]!++;
+    for (let t = 0; t < types.length; t++) {
+      if (counts[t]! * RARE_SHARE > n) continue;
+      const copies: InlineEvents = [];
+      for (let k = 0; k < n; k++) if (typeOf[k] === t) copies.push([k, events[k]!]);
+      inline.set(types[t]!, JSON.stringify(copies));
+    }
+  }
   const body: UnitBody = { v: 1, i: ids, y: types, o: times, s: oneStatus && n > 0 ? statuses[0]! : statuses, a: oneAttempts && n > 0 ? attempts[0]! : attempts };
   if (types.length > 1) body.t = typeOf;
   if (errors.length > 0) body.e = errors;
   if (anyPayload) body.p = payloads;
-  return { json: JSON.stringify(body), count: n, min_occurred_at: min, max_occurred_at: max, failed, filtered, types };
+  return { json: JSON.stringify(body), count: n, min_occurred_at: min, max_occurred_at: max, failed, filtered, types, inline };
 }
 
 /**

@@ -10,7 +10,9 @@ import { compressUnit, encodeUnit, eventKey, type UnitEvent } from '../event-uni
  *   Beside the body, what a listing prunes whole units by: the span of `occurred_at`, and how many
  *   events were dead-lettered or filtered. On Postgres `keys` holds the keys of its event ids
  *   (`eventKey`), found through a GIN index; SQLite has `event_keys` for that.
- * - `event_unit_types`: a unit's distinct types, so a type filter reads only the units that have it.
+ * - `event_unit_types`: a unit's distinct types, so a type filter reads only the units that have
+ *   it; a type rare in its unit carries a copy of its events (`events`, JSON), so a filter on it
+ *   reads these rows rather than the units' bodies.
  * - `event_changes`: what happened to an event after its unit was written, keyed by event id: every
  *   dead-lettered event has its row (status, attempts, error, payload), which a replay updates.
  *   A listing overlays it on the units; `status=dead_lettered` and `replaying` read only it.
@@ -38,7 +40,7 @@ export async function up(knex: Knex): Promise<void> {
   // A pipeline's units in log order, with what prunes them: read without touching the bodies.
   await knex.raw('CREATE INDEX event_units_pipeline ON event_units (pipeline_id, id, max_occurred_at, min_occurred_at, failed, filtered)');
   await knex.raw(
-    `CREATE TABLE event_unit_types (pipeline_id text NOT NULL, type text NOT NULL, unit_id bigint NOT NULL, PRIMARY KEY (pipeline_id, type, unit_id))${postgres ? '' : ' WITHOUT ROWID'}`,
+    `CREATE TABLE event_unit_types (pipeline_id text NOT NULL, type text NOT NULL, unit_id bigint NOT NULL, events text, PRIMARY KEY (pipeline_id, type, unit_id))${postgres ? '' : ' WITHOUT ROWID'}`,
   );
   await knex.schema.createTable('event_changes', (t) => {
     t.text('event_id').primary();
@@ -95,7 +97,7 @@ async function moveEvents(knex: Knex, postgres: boolean): Promise<void> {
       if (!postgres) {
         for (let k = 0; k < keys.length; k += 400) await knex('event_keys').insert(keys.slice(k, k + 400).map((key) => ({ key, unit_id: unitId })));
       }
-      await knex('event_unit_types').insert(unit.types.map((type) => ({ pipeline_id, type, unit_id: unitId })));
+      await knex('event_unit_types').insert(unit.types.map((type) => ({ pipeline_id, type, unit_id: unitId, events: unit.inline.get(type) ?? null })));
       const changed = rows.flatMap((r, idx) => (r.status === 'dead_lettered' || r.status === 'replaying' ? [{ r, idx }] : []));
       for (const { r, idx } of changed) {
         await knex('event_changes').insert({

@@ -5,7 +5,7 @@ import { affected, fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';
 import type { EventRecord, EventStatus, SortOrder } from '../../common/index.js';
 import type { JsonObject } from '../../plugin-api/index.js';
-import { compressUnit, DecodedUnit, encodeUnit, eventKey, type EncodedUnit, type UnitEvent } from '../event-units.js';
+import { compressUnit, DecodedUnit, encodeUnit, eventKey, type EncodedUnit, type InlineEvents, type UnitEvent } from '../event-units.js';
 import { singleStep, type SqlValue, type WriterStep } from '../sqlite-writer-thread.js';
 
 /** Row of the event log, the per-pipeline log of events: the public record plus bookkeeping. */
@@ -98,7 +98,7 @@ const UNIT_COLUMNS = ['workspace_id', 'pipeline_id', 'count', 'min_occurred_at',
 const INSERT_UNIT_SQLITE = `INSERT INTO event_units (${UNIT_COLUMNS.join(', ')}) VALUES (${UNIT_COLUMNS.map(() => '?').join(', ')})`;
 // Inserts into WITHOUT ROWID tables leave last_insert_rowid() alone: it is the unit's id throughout.
 const INSERT_KEY_SQLITE = 'INSERT OR IGNORE INTO event_keys (key, unit_id) VALUES (?, last_insert_rowid())';
-const INSERT_TYPE_SQLITE = 'INSERT OR IGNORE INTO event_unit_types (pipeline_id, type, unit_id) VALUES (?, ?, last_insert_rowid())';
+const INSERT_TYPE_SQLITE = 'INSERT OR IGNORE INTO event_unit_types (pipeline_id, type, events, unit_id) VALUES (?, ?, ?, last_insert_rowid())';
 const CHANGE_COLUMNS = ['event_id', 'workspace_id', 'pipeline_id', 'idx', 'type', 'occurred_at', 'payload', 'status', 'attempts', 'error', 'dead_lettered_at', 'updated_at'];
 // A change row is a rowid table's: its insert moves last_insert_rowid(), so the unit is found by its pipeline.
 const INSERT_CHANGE_SQLITE = `INSERT INTO event_changes (unit_id, ${CHANGE_COLUMNS.join(', ')})
@@ -148,7 +148,10 @@ export class EventsRepo {
         await this.db('event_keys').insert(a.keys.slice(k, k + 400).map((key) => ({ key, unit_id: unitId }))).onConflict(['key', 'unit_id']).ignore();
       }
     }
-    await this.db('event_unit_types').insert(u.types.map((type) => ({ pipeline_id: a.pipeline_id, type, unit_id: unitId }))).onConflict(['pipeline_id', 'type', 'unit_id']).ignore();
+    await this.db('event_unit_types')
+      .insert(u.types.map((type) => ({ pipeline_id: a.pipeline_id, type, unit_id: unitId, events: u.inline.get(type) ?? null })))
+      .onConflict(['pipeline_id', 'type', 'unit_id'])
+      .ignore();
     for (const c of a.changes) {
       await this.db('event_changes')
         .insert({ unit_id: unitId, idx: c.index, ...changeColumns(c.row) })
@@ -211,32 +214,21 @@ export class EventsRepo {
     let inclusive = true;
     let step = FIRST_UNITS;
     for (;;) {
-      const query = this.db('event_units').select(UNIT_READ).where({ workspace_id: workspaceId, pipeline_id: pipelineId });
-      if (bound !== undefined) query.andWhere('id', asc ? (inclusive ? '>=' : '>') : inclusive ? '<=' : '<', bound);
-      if (filters.type !== undefined) {
-        query.whereIn('id', (sub) => sub.select('unit_id').from('event_unit_types').where({ pipeline_id: pipelineId, type: filters.type }));
-      }
-      if (filters.since !== undefined) query.andWhere('max_occurred_at', '>=', filters.since);
-      if (filters.until !== undefined) query.andWhere('min_occurred_at', '<', filters.until);
-      if (filters.status === 'filtered') {
-        // A replay may filter an event of a unit that had none.
-        query.andWhere((q) => q.where('filtered', '>', 0).orWhereIn('id', (sub) => sub.select('unit_id').from('event_changes').where({ pipeline_id: pipelineId, status: 'filtered' })));
-      }
-      const units = (await query.orderBy('id', order).limit(step)) as Record<string, unknown>[];
+      const units = await this.unitsFor(workspaceId, pipelineId, filters, { bound, inclusive, order, limit: step });
       if (units.length === 0) return { rows: out, hasMore: false };
       const overlay = await this.overlay(units);
       for (const unit of units) {
         const id = toInt(unit.id);
-        const decoded = new DecodedUnit(unit.body as Buffer);
-        const n = decoded.length;
-        let k = asc ? 0 : n - 1;
-        if (position && id === position.unit) k = asc ? position.index + 1 : position.index - 1;
-        for (; asc ? k < n : k >= 0; k += asc ? 1 : -1) {
-          if (filters.type !== undefined && decoded.typeAt(k) !== filters.type) continue;
-          const at = decoded.occurredAt(k);
+        const view = unitView(unit);
+        const n = view.length;
+        for (let k = asc ? 0 : n - 1; asc ? k < n : k >= 0; k += asc ? 1 : -1) {
+          const index = view.indexAt(k);
+          if (position && id === position.unit && (asc ? index <= position.index : index >= position.index)) continue;
+          if (filters.type !== undefined && view.typeAt(k) !== filters.type) continue;
+          const at = view.occurredAt(k);
           if (filters.since !== undefined && at < filters.since) continue;
           if (filters.until !== undefined && at >= filters.until) continue;
-          const row = overlay.get(id)?.get(k) ?? unitRow(unit, decoded, k);
+          const row = overlay.get(id)?.get(index) ?? view.row(k);
           if (filters.status !== undefined && row.status !== filters.status) continue;
           if (out.length === limit) return { rows: out, hasMore: true };
           out.push(row);
@@ -247,6 +239,36 @@ export class EventsRepo {
       inclusive = false;
       step = Math.min(step * 4, MAX_UNITS);
     }
+  }
+
+  /**
+   * The next units a listing reads, in its order, those the filters may match: by the span of
+   * their times, their filtered count and, for a type, their `event_unit_types` rows, which hold
+   * the events themselves when the type is rare in the unit (`inline`; the body is then not read).
+   */
+  private async unitsFor(
+    workspaceId: string,
+    pipelineId: string,
+    filters: EventFilters,
+    at: { bound: number | undefined; inclusive: boolean; order: SortOrder; limit: number },
+  ): Promise<Record<string, unknown>[]> {
+    const typed = filters.type !== undefined;
+    const query = typed
+      ? this.db('event_unit_types as t')
+          .join('event_units as u', 'u.id', 't.unit_id')
+          .select('u.id', 'u.workspace_id', 'u.pipeline_id', 'u.failed', 'u.created_at', 't.events as inline', this.db.raw('CASE WHEN t.events IS NULL THEN u.body END AS body'))
+          .where({ 't.pipeline_id': pipelineId, 't.type': filters.type, 'u.workspace_id': workspaceId })
+      : this.db('event_units as u').select(UNIT_READ.map((c) => `u.${c}`)).where({ 'u.workspace_id': workspaceId, 'u.pipeline_id': pipelineId });
+    const idColumn = typed ? 't.unit_id' : 'u.id';
+    const asc = at.order === 'asc';
+    if (at.bound !== undefined) query.andWhere(idColumn, asc ? (at.inclusive ? '>=' : '>') : at.inclusive ? '<=' : '<', at.bound);
+    if (filters.since !== undefined) query.andWhere('u.max_occurred_at', '>=', filters.since);
+    if (filters.until !== undefined) query.andWhere('u.min_occurred_at', '<', filters.until);
+    if (filters.status === 'filtered') {
+      // A replay may filter an event of a unit that had none.
+      query.andWhere((q) => q.where('u.filtered', '>', 0).orWhereIn('u.id', (sub) => sub.select('unit_id').from('event_changes').where({ pipeline_id: pipelineId, status: 'filtered' })));
+    }
+    return (await query.orderBy(idColumn, at.order).limit(at.limit)) as Record<string, unknown>[];
   }
 
   /** The change rows of these units' events, by unit and index: only units that had dead letters have any. */
@@ -409,9 +431,44 @@ export class EventsRepo {
 /** The unit columns a read needs (not Postgres's `keys`). */
 const UNIT_READ = ['id', 'workspace_id', 'pipeline_id', 'failed', 'created_at', 'body'];
 
+/** A unit read for a listing: its whole body decoded, or a rare type's copied events. */
+interface UnitView {
+  length: number;
+  /** The index in the unit of the k-th event here. */
+  indexAt(k: number): number;
+  typeAt(k: number): string;
+  occurredAt(k: number): string;
+  row(k: number): EventRow;
+}
+
+function unitView(unit: Record<string, unknown>): UnitView {
+  if (unit.inline !== null && unit.inline !== undefined) {
+    const copies = JSON.parse(String(unit.inline)) as InlineEvents;
+    return {
+      length: copies.length,
+      indexAt: (k) => copies[k]![0],
+      typeAt: (k) => copies[k]![1].type,
+      occurredAt: (k) => copies[k]![1].occurred_at,
+      row: (k) => withUnit(unit, copies[k]![1], copies[k]![0]),
+    };
+  }
+  const decoded = new DecodedUnit(unit.body as Buffer);
+  return {
+    length: decoded.length,
+    indexAt: (k) => k,
+    typeAt: (k) => decoded.typeAt(k),
+    occurredAt: (k) => decoded.occurredAt(k),
+    row: (k) => unitRow(unit, decoded, k),
+  };
+}
+
 /** The event at `index` of a unit read from storage, as an event row. */
 function unitRow(unit: Record<string, unknown>, decoded: DecodedUnit, index: number): EventRow {
-  const e = decoded.event(index);
+  return withUnit(unit, decoded.event(index), index);
+}
+
+/** An event of a unit, with the unit's bookkeeping, as an event row. */
+function withUnit(unit: Record<string, unknown>, e: UnitEvent, index: number): EventRow {
   const created = String(unit.created_at);
   return {
     ...e,
@@ -474,7 +531,7 @@ export function unitSteps(a: AppendedUnit): WriterStep[] {
   const steps: WriterStep[] = [
     singleStep(INSERT_UNIT_SQLITE, [a.workspace_id, a.pipeline_id, u.count, u.min_occurred_at, u.max_occurred_at, u.failed, u.filtered, a.created_at, u.json], { deflate: 8 }),
     { sql: INSERT_KEY_SQLITE, rows: a.keys.length, shared: [null], varying: [0], values: a.keys },
-    { sql: INSERT_TYPE_SQLITE, rows: u.types.length, shared: [a.pipeline_id, null], varying: [1], values: u.types },
+    { sql: INSERT_TYPE_SQLITE, rows: u.types.length, shared: [a.pipeline_id, null, null], varying: [1, 2], values: u.types.flatMap((type) => [type, u.inline.get(type) ?? null]) },
   ];
   if (a.changes.length > 0) {
     const values: SqlValue[] = [];
