@@ -206,3 +206,23 @@ export function eventKey(id: string): number {
   }
   return Number.parseInt(hash('sha1', id, 'hex').slice(0, 13), 16);
 }
+
+/** The widest span of keys a unit is found by without its keys: an hour of ULID time (keys count 32 per ms). */
+export const NARROW_KEY_SPAN = 32 * 3_600_000;
+
+/**
+ * How Postgres finds a unit by an event's key: by the span of its keys, one GiST entry a unit,
+ * when that span is narrow (ids in ULID form from an hour of time or less: a stream's batch);
+ * otherwise by every key (`keys`, in a GIN index). A GIN entry per event cost 52 bytes an event
+ * (1,000,000 events); the span costs a few bytes a unit, and a lookup reads the one or two units
+ * whose span holds the key.
+ */
+export function keyLookup(keys: readonly number[]): { min_key: number; max_key: number; keys: number[] | null } {
+  let min = keys[0] ?? 0;
+  let max = min;
+  for (const k of keys) {
+    if (k < min) min = k;
+    if (k > max) max = k;
+  }
+  return { min_key: min, max_key: max, keys: max - min <= NARROW_KEY_SPAN ? null : [...keys] };
+}

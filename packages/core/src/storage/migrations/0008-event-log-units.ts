@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { compressUnit, encodeUnit, eventKey, type UnitEvent } from '../event-units.js';
+import { compressUnit, encodeUnit, eventKey, keyLookup, type UnitEvent } from '../event-units.js';
 
 /**
  * The event log as units (see `event-units.ts`): a row per batch in `event_units` instead of a
@@ -8,8 +8,9 @@ import { compressUnit, encodeUnit, eventKey, type UnitEvent } from '../event-uni
  * - `event_units`: the batch's events as one compressed body; its id is the log position of the
  *   pipeline's units (it only grows: AUTOINCREMENT on SQLite, so an id is never given out twice).
  *   Beside the body, what a listing prunes whole units by: the span of `occurred_at`, and how many
- *   events were dead-lettered or filtered. On Postgres `keys` holds the keys of its event ids
- *   (`eventKey`), found through a GIN index; SQLite has `event_keys` for that.
+ *   events were dead-lettered or filtered. On Postgres a unit is found by an event id's key
+ *   (`eventKey`) through the span of its keys (`min_key`, `max_key`, a GiST index) or, when that
+ *   span is wide, its `keys` (a GIN index): see `keyLookup`. SQLite has `event_keys` for that.
  * - `event_unit_types`: a unit's distinct types, so a type filter reads only the units that have
  *   it; a type rare in its unit carries a copy of its events (`events`, JSON), so a filter on it
  *   reads these rows rather than the units' bodies.
@@ -26,10 +27,11 @@ export async function up(knex: Knex): Promise<void> {
     await knex.raw(`CREATE TABLE event_units (
       id bigserial PRIMARY KEY, workspace_id text NOT NULL, pipeline_id text NOT NULL, count integer NOT NULL,
       min_occurred_at text NOT NULL, max_occurred_at text NOT NULL, failed integer NOT NULL, filtered integer NOT NULL,
-      created_at text NOT NULL, keys bigint[] NOT NULL, body bytea NOT NULL)`);
+      created_at text NOT NULL, min_key bigint NOT NULL, max_key bigint NOT NULL, keys bigint[], body bytea NOT NULL)`);
     // The body is compressed already: Postgres trying again costs CPU for nothing.
     await knex.raw('ALTER TABLE event_units ALTER COLUMN body SET STORAGE EXTERNAL');
-    await knex.raw('CREATE INDEX event_units_keys ON event_units USING gin (keys)');
+    await knex.raw(`CREATE INDEX event_units_key_span ON event_units USING gist (int8range(min_key, max_key, '[]')) WHERE keys IS NULL`);
+    await knex.raw('CREATE INDEX event_units_keys ON event_units USING gin (keys) WHERE keys IS NOT NULL');
   } else {
     await knex.raw(`CREATE TABLE event_units (
       id INTEGER PRIMARY KEY AUTOINCREMENT, workspace_id TEXT NOT NULL, pipeline_id TEXT NOT NULL, count INTEGER NOT NULL,
@@ -92,7 +94,7 @@ async function moveEvents(knex: Knex, postgres: boolean): Promise<void> {
         workspace_id, pipeline_id, count: unit.count, min_occurred_at: unit.min_occurred_at, max_occurred_at: unit.max_occurred_at,
         failed: unit.failed, filtered: unit.filtered, created_at: createdAt, body: compressUnit(unit.json),
       };
-      const [inserted] = (await knex('event_units').insert(postgres ? { ...row, keys } : row).returning('id')) as Array<{ id: unknown } | number>;
+      const [inserted] = (await knex('event_units').insert(postgres ? { ...row, ...keyLookup(keys) } : row).returning('id')) as Array<{ id: unknown } | number>;
       const unitId = Number(typeof inserted === 'object' ? inserted.id : inserted);
       if (!postgres) {
         for (let k = 0; k < keys.length; k += 400) await knex('event_keys').insert(keys.slice(k, k + 400).map((key) => ({ key, unit_id: unitId })));

@@ -5,7 +5,7 @@ import { affected, fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';
 import type { EventRecord, EventStatus, SortOrder } from '../../common/index.js';
 import type { JsonObject } from '../../plugin-api/index.js';
-import { compressUnitOffThread, DecodedUnit, encodeUnit, eventKey, type EncodedUnit, type InlineEvents, type UnitEvent } from '../event-units.js';
+import { compressUnitOffThread, DecodedUnit, encodeUnit, eventKey, keyLookup, type EncodedUnit, type InlineEvents, type UnitEvent } from '../event-units.js';
 import { singleStep, type SqlValue, type WriterStep } from '../sqlite-writer-thread.js';
 
 /** Row of the event log, the per-pipeline log of events: the public record plus bookkeeping. */
@@ -141,7 +141,7 @@ export class EventsRepo {
       failed: u.failed, filtered: u.filtered, created_at: a.created_at, body: await compressUnitOffThread(u.json),
     };
     const postgres = !this.dialect.inProcess;
-    const [inserted] = (await this.db('event_units').insert(postgres ? { ...row, keys: a.keys } : row).returning('id')) as Array<{ id: unknown } | number>;
+    const [inserted] = (await this.db('event_units').insert(postgres ? { ...row, ...keyLookup(a.keys) } : row).returning('id')) as Array<{ id: unknown } | number>;
     const unitId = toInt(typeof inserted === 'object' ? inserted.id : inserted);
     if (!postgres) {
       for (let k = 0; k < a.keys.length; k += 400) {
@@ -183,7 +183,12 @@ export class EventsRepo {
     const units = (
       this.dialect.inProcess
         ? await this.db('event_keys').join('event_units', 'event_units.id', 'event_keys.unit_id').where({ 'event_keys.key': key, 'event_units.workspace_id': workspaceId }).select('event_units.*').orderBy('event_units.id', 'desc')
-        : await this.db('event_units').where('workspace_id', workspaceId).andWhereRaw('keys @> ARRAY[?]::bigint[]', [key]).select(UNIT_READ).orderBy('id', 'desc')
+        : await this.db('event_units')
+            .where('workspace_id', workspaceId)
+            // Spelled as the partial indexes are, so each side of the OR is answered by its own.
+            .andWhereRaw(`((keys IS NULL AND int8range(min_key, max_key, '[]') @> ?::bigint) OR (keys IS NOT NULL AND keys @> ARRAY[?]::bigint[]))`, [key, key])
+            .select(UNIT_READ)
+            .orderBy('id', 'desc')
     ) as Record<string, unknown>[];
     for (const unit of units) {
       const decoded = new DecodedUnit(unit.body as Buffer);
@@ -428,7 +433,7 @@ export class EventsRepo {
   }
 }
 
-/** The unit columns a read needs (not Postgres's `keys`). */
+/** The unit columns a read needs (not Postgres's keys). */
 const UNIT_READ = ['id', 'workspace_id', 'pipeline_id', 'failed', 'created_at', 'body'];
 
 /** A unit read for a listing: its whole body decoded, or a rare type's copied events. */
