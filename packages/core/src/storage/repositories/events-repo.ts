@@ -500,31 +500,40 @@ function changeColumns(r: EventRow): Record<string, SqlValue> {
  */
 export function unitsOf(rows: readonly EventRow[], options: { canonicalTimes?: boolean } = {}): AppendedUnit[] {
   const time = storedTime(options.canonicalTimes);
-  const groups = new Map<string, EventRow[]>();
-  for (const r of rows) {
-    const key = `${r.workspace_id}\0${r.pipeline_id}`;
-    let group = groups.get(key);
-    if (!group) groups.set(key, (group = []));
-    group.push(r);
-  }
-  const out: AppendedUnit[] = [];
-  for (const group of groups.values()) {
-    const first = group[0]!;
+  const first = rows[0];
+  if (first === undefined) return [];
+  // A batch is one pipeline's: one unit, without grouping.
+  const single = rows.every((r) => r.pipeline_id === first.pipeline_id && r.workspace_id === first.workspace_id);
+  const groups: (readonly EventRow[])[] = single ? [rows] : byPipeline(rows);
+  return groups.map((group) => {
+    const head = group[0]!;
     const events: UnitEvent[] = new Array(group.length);
     const keys = new Set<number>();
     const changes: AppendedUnit['changes'] = [];
-    let created = first.created_at;
+    let created = head.created_at;
     for (let k = 0; k < group.length; k++) {
       const r = group[k]!;
       const occurred = time(r.occurred_at);
-      events[k] = { id: r.id, type: r.type, occurred_at: occurred, payload: r.payload, status: r.status, attempts: r.attempts, error: r.error, dead_lettered_at: r.dead_lettered_at };
+      // The row itself when its time is spelled as stored: no copy per event.
+      events[k] = occurred === r.occurred_at ? r : { ...r, occurred_at: occurred };
       keys.add(eventKey(r.id));
       if (r.created_at > created) created = r.created_at;
-      if (OPEN.includes(r.status)) changes.push({ index: k, row: { ...r, occurred_at: occurred } });
+      if (r.status === 'dead_lettered' || r.status === 'replaying') changes.push({ index: k, row: { ...r, occurred_at: occurred } });
     }
-    out.push({ workspace_id: first.workspace_id, pipeline_id: first.pipeline_id, created_at: created, unit: encodeUnit(events), keys: [...keys], changes });
+    return { workspace_id: head.workspace_id, pipeline_id: head.pipeline_id, created_at: created, unit: encodeUnit(events), keys: [...keys], changes };
+  });
+}
+
+/** Rows grouped by workspace and pipeline, in the order of each group's first row. */
+function byPipeline(rows: readonly EventRow[]): EventRow[][] {
+  const groups = new Map<string, EventRow[]>();
+  for (const r of rows) {
+    const key = `${r.workspace_id}\0${r.pipeline_id}`;
+    const group = groups.get(key);
+    if (group) group.push(r);
+    else groups.set(key, [r]);
   }
-  return out;
+  return [...groups.values()];
 }
 
 /**
