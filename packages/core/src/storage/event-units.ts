@@ -6,17 +6,17 @@ import type { JsonObject } from '../plugin-api/index.js';
 
 /**
  * The event log's unit: a pipeline's batch of events, recorded as one row of `event_units`
- * rather than a row per event (see ARCHITECTURE.md, "The event log"). Its events are serialized
- * once, as one JSON document of columns, and compressed; the unit's row keeps beside it only what
+ * rather than a row per event. Its events are serialized once, in blocks of
+ * {@link BLOCK_EVENTS}, each a JSON document of columns, compressed on its own (a listing's page
+ * decodes the block or two it shows, not the whole unit); the unit's row keeps beside it only what
  * a listing prunes whole units by (the span of `occurred_at`, how many were dead-lettered or
  * filtered), and `event_unit_types` the set of its types. A type that is rare in its unit (at
  * most one event in {@link RARE_SHARE}) has its events copied in its `event_unit_types` row: a
  * listing filtered on it reads those rows, not every unit's body.
  *
  * Columns rather than an object per event: ids, types and times side by side compress far better
- * (a 1,000-event batch of 110-byte payloads: 21 bytes an event with its payload, 13 without, where
- * a row per event took 568), and a field every event shares (`status`, `attempts`) is written
- * once.
+ * than rows (see bench/README.md, the event log on disk), and a field every event of a block
+ * shares (`status`, `attempts`) is written once.
  */
 
 /** An event as a unit holds it: the public record's fields. */
@@ -63,48 +63,33 @@ export const RARE_SHARE = 16;
 /** A rare type's events in its `event_unit_types` row: each with its index in the unit. */
 export type InlineEvents = Array<[number, UnitEvent]>;
 
-/** A unit ready to write: its summary, and its body as JSON text (compressed by whoever writes it). */
+/** Events per block of a unit's body: a page of the listing decodes one or two blocks, not the unit. */
+export const BLOCK_EVENTS = 128;
+
+/** A unit ready to write: its summary, and its body as JSON blocks of {@link BLOCK_EVENTS} events (compressed by whoever writes it). */
 export interface EncodedUnit extends UnitSummary {
-  json: string;
+  blocks: string[];
 }
 
 /** Encodes a pipeline's batch of events (times already canonical) as a unit. */
 export function encodeUnit(events: readonly UnitEvent[]): EncodedUnit {
   const n = events.length;
-  const ids: string[] = new Array(n);
-  const times: string[] = new Array(n);
   const typeIndex = new Map<string, number>();
   const typeOf: number[] = new Array(n);
-  const statuses: EventStatus[] = new Array(n);
-  const attempts: number[] = new Array(n);
-  const payloads: Array<JsonObject | null> = new Array(n);
-  const errors: Array<[number, EventRecord['error'], string | null]> = [];
   let min = events[0]?.occurred_at ?? '';
   let max = min;
   let failed = 0;
   let filtered = 0;
-  let anyPayload = false;
-  let oneStatus = true;
-  let oneAttempts = true;
   for (let k = 0; k < n; k++) {
     const e = events[k]!;
-    ids[k] = e.id;
     const at = e.occurred_at;
-    times[k] = at;
     if (at < min) min = at;
     if (at > max) max = at;
     let t = typeIndex.get(e.type);
     if (t === undefined) typeIndex.set(e.type, (t = typeIndex.size));
     typeOf[k] = t;
-    statuses[k] = e.status;
-    attempts[k] = e.attempts;
-    if (e.status !== statuses[0]) oneStatus = false;
-    if (e.attempts !== attempts[0]) oneAttempts = false;
     if (e.status === 'dead_lettered') failed++;
     else if (e.status === 'filtered') filtered++;
-    if (e.error || e.dead_lettered_at) errors.push([k, e.error ?? null, e.dead_lettered_at ?? null]);
-    payloads[k] = e.payload;
-    if (e.payload !== null) anyPayload = true;
   }
   const types = [...typeIndex.keys()];
   const inline = new Map<string, string>();
@@ -118,46 +103,103 @@ export function encodeUnit(events: readonly UnitEvent[]): EncodedUnit {
       inline.set(types[t]!, JSON.stringify(copies));
     }
   }
+  const blocks: string[] = [];
+  for (let from = 0; from < n; from += BLOCK_EVENTS) blocks.push(encodeBlock(events, from, Math.min(n, from + BLOCK_EVENTS)));
+  return { blocks, count: n, min_occurred_at: min, max_occurred_at: max, failed, filtered, types, inline };
+}
+
+/** The events `from` to `to` (excluded) as one block: columns, indexes local to the block. */
+function encodeBlock(events: readonly UnitEvent[], from: number, to: number): string {
+  const n = to - from;
+  const ids: string[] = new Array(n);
+  const times: string[] = new Array(n);
+  const typeIndex = new Map<string, number>();
+  const typeOf: number[] = new Array(n);
+  const statuses: EventStatus[] = new Array(n);
+  const attempts: number[] = new Array(n);
+  const payloads: Array<JsonObject | null> = new Array(n);
+  const errors: Array<[number, EventRecord['error'], string | null]> = [];
+  let anyPayload = false;
+  let oneStatus = true;
+  let oneAttempts = true;
+  for (let k = 0; k < n; k++) {
+    const e = events[from + k]!;
+    ids[k] = e.id;
+    times[k] = e.occurred_at;
+    let t = typeIndex.get(e.type);
+    if (t === undefined) typeIndex.set(e.type, (t = typeIndex.size));
+    typeOf[k] = t;
+    statuses[k] = e.status;
+    attempts[k] = e.attempts;
+    if (e.status !== statuses[0]) oneStatus = false;
+    if (e.attempts !== attempts[0]) oneAttempts = false;
+    if (e.error || e.dead_lettered_at) errors.push([k, e.error ?? null, e.dead_lettered_at ?? null]);
+    payloads[k] = e.payload;
+    if (e.payload !== null) anyPayload = true;
+  }
+  const types = [...typeIndex.keys()];
   const body: UnitBody = { v: 1, i: ids, y: types, o: times, s: oneStatus && n > 0 ? statuses[0]! : statuses, a: oneAttempts && n > 0 ? attempts[0]! : attempts };
   if (types.length > 1) body.t = typeOf;
   if (errors.length > 0) body.e = errors;
   if (anyPayload) body.p = payloads;
-  return { json: JSON.stringify(body), count: n, min_occurred_at: min, max_occurred_at: max, failed, filtered, types, inline };
+  return JSON.stringify(body);
 }
 
 /**
- * A unit's events, decoded from its stored body. Each is built only when asked for: a page
- * reads a few events of a unit.
+ * A unit's events, decoded from its stored body: a header, then its blocks, each decoded the
+ * first time one of its events is asked for (a page reads a few events of a unit).
  */
 export class DecodedUnit {
-  private readonly body: UnitBody;
+  private readonly offsets: number[];
+  private readonly size: number;
+  private readonly blocks: Array<UnitBody | undefined>;
+  /** How many events the unit holds. */
+  readonly length: number;
 
-  constructor(stored: Buffer | Uint8Array | string) {
-    this.body = JSON.parse(typeof stored === 'string' ? stored : inflateRawSync(stored).toString('utf8')) as UnitBody;
-    if (this.body.v !== 1) throw new Error(`unknown event-log unit version ${String(this.body.v)}`);
+  constructor(private readonly stored: Buffer | Uint8Array) {
+    const bytes = Buffer.isBuffer(stored) ? stored : Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
+    this.stored = bytes;
+    const headerLength = bytes.readUInt32LE(0);
+    const header = JSON.parse(bytes.toString('utf8', 4, 4 + headerLength)) as UnitHeader;
+    if (header.v !== 2) throw new Error(`unknown event-log unit version ${String(header.v)}`);
+    this.size = header.s;
+    this.length = header.n;
+    this.offsets = [4 + headerLength];
+    for (const l of header.b) this.offsets.push(this.offsets[this.offsets.length - 1]! + l);
+    this.blocks = new Array(header.b.length);
   }
 
-  /** How many events the unit holds. */
-  get length(): number {
-    return this.body.i.length;
+  private block(k: number): [UnitBody, number] {
+    const b = Math.floor(k / this.size);
+    let body = this.blocks[b];
+    if (!body) {
+      body = JSON.parse(inflateRawSync(this.stored.subarray(this.offsets[b], this.offsets[b + 1])).toString('utf8')) as UnitBody;
+      this.blocks[b] = body;
+    }
+    return [body, k - b * this.size];
   }
 
   /** The index of the event `id`, or -1. */
   indexOf(id: string): number {
-    return this.body.i.indexOf(id);
+    for (let b = 0; b < this.blocks.length; b++) {
+      const [body] = this.block(b * this.size);
+      const at = body.i.indexOf(id);
+      if (at >= 0) return b * this.size + at;
+    }
+    return -1;
   }
 
   /** The event at `k`. */
   event(k: number): UnitEvent {
-    const b = this.body;
-    const failure = b.e?.find((f) => f[0] === k);
+    const [b, j] = this.block(k);
+    const failure = b.e?.find((f) => f[0] === j);
     return {
-      id: b.i[k]!,
-      type: b.y[b.t ? b.t[k]! : 0]!,
-      occurred_at: b.o[k]!,
-      payload: b.p ? (b.p[k] ?? null) : null,
-      status: typeof b.s === 'string' ? b.s : b.s[k]!,
-      attempts: typeof b.a === 'number' ? b.a : b.a[k]!,
+      id: b.i[j]!,
+      type: b.y[b.t ? b.t[j]! : 0]!,
+      occurred_at: b.o[j]!,
+      payload: b.p ? (b.p[j] ?? null) : null,
+      status: typeof b.s === 'string' ? b.s : b.s[j]!,
+      attempts: typeof b.a === 'number' ? b.a : b.a[j]!,
       error: failure ? failure[1] : null,
       dead_lettered_at: failure ? failure[2] : null,
     };
@@ -165,25 +207,47 @@ export class DecodedUnit {
 
   /** The type of the event at `k`, without building it. */
   typeAt(k: number): string {
-    return this.body.y[this.body.t ? this.body.t[k]! : 0]!;
+    const [b, j] = this.block(k);
+    return b.y[b.t ? b.t[j]! : 0]!;
   }
 
   /** The `occurred_at` of the event at `k`, without building it. */
   occurredAt(k: number): string {
-    return this.body.o[k]!;
+    const [b, j] = this.block(k);
+    return b.o[j]!;
   }
 }
 
-/** A unit's JSON body compressed for storage (raw deflate, level 1: fast, and most of the gain). */
-export function compressUnit(json: string): Buffer {
-  return deflateRawSync(json, { level: 1 });
+/** A unit body's header: version, events, events per block, and each block's compressed length. */
+interface UnitHeader {
+  v: 2;
+  n: number;
+  s: number;
+  b: number[];
+}
+
+/**
+ * A unit's body as stored: a little-endian u32 length, the JSON header, then each block
+ * compressed with raw deflate (level 1: fast, and most of the gain). `sqlite-writer-thread.ts`
+ * packs the same way on its thread.
+ */
+export function packUnit(compressed: readonly Buffer[], count: number): Buffer {
+  const header = Buffer.from(JSON.stringify({ v: 2, n: count, s: BLOCK_EVENTS, b: compressed.map((c) => c.length) } satisfies UnitHeader));
+  const head = Buffer.alloc(4);
+  head.writeUInt32LE(header.length, 0);
+  return Buffer.concat([head, header, ...compressed]);
+}
+
+/** A unit's body compressed and packed for storage, on the calling thread. */
+export function compressUnit(unit: Pick<EncodedUnit, 'blocks' | 'count'>): Buffer {
+  return packUnit(unit.blocks.map((b) => deflateRawSync(b, { level: 1 })), unit.count);
 }
 
 const deflateRawAsync = promisify(deflateRaw);
 
 /** {@link compressUnit} on libuv's thread pool: the engine's event loop goes on meanwhile (about 0.5 ms a unit of 1,000 events). */
-export function compressUnitOffThread(json: string): Promise<Buffer> {
-  return deflateRawAsync(json, { level: 1 });
+export async function compressUnitOffThread(unit: Pick<EncodedUnit, 'blocks' | 'count'>): Promise<Buffer> {
+  return packUnit(await Promise.all(unit.blocks.map((b) => deflateRawAsync(b, { level: 1 }))), unit.count);
 }
 
 /** The ULID form of an event id: `evt_`, then 26 Crockford base-32 characters, the first one 0-7. */

@@ -99,6 +99,12 @@ describe('SqliteWriterThread', () => {
     expect((await storage.knex('event_unit_types').where('unit_id', 1).orderBy('type')).map((t: { type: string }) => t.type)).toEqual(['t', 'u']);
     expect(await storage.knex('event_changes').select('event_id', 'unit_id', 'idx', 'status')).toEqual([{ event_id: 'evt_3', unit_id: 2, idx: 0, status: 'dead_lettered' }]);
     expect((await storage.repos.events.get("o'brien", 'evt_4'))?.log).toEqual({ unit: 2, index: 1 });
+    // More events than a block holds: packed on the thread, read back block by block.
+    const many = Array.from({ length: 300 }, (_, k) => row(1000 + k, k === 250 ? 'filtered' : 'delivered'));
+    await storage.writer!.transaction(unitsOf(many, { canonicalTimes: true }).flatMap(unitSteps));
+    expect(await storage.repos.events.get("o'brien", 'evt_1250')).toMatchObject({ status: 'filtered', payload: { n: 1250 }, log: { unit: 3, index: 250 } });
+    const tail = await storage.repos.events.list("o'brien", 'pip_1', {}, ['3', '126'], 3);
+    expect(tail.rows.map((e) => e.id)).toEqual(['evt_1127', 'evt_1128', 'evt_1129']);
   });
 
   it('runs a chain in order: one sent ahead of a failed one waits for it to commit, or fails with it', async () => {

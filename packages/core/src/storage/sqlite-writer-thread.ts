@@ -27,14 +27,14 @@ export interface WriterStep {
   /** The transaction is rolled back when the step changes (or returns) no row: a fence that no longer holds. */
   mustChange?: boolean;
   /**
-   * The position of a shared text parameter the thread compresses (raw deflate, level 1) before
-   * binding it: an event-log unit's body, compressed on the thread's core rather than the engine's.
+   * An event-log unit's body, bound at `at` once the thread has compressed and packed its blocks
+   * as `event-units.ts` (`packUnit`) does: on the thread's core rather than the engine's.
    */
-  deflate?: number;
+  pack?: { at: number; blocks: readonly string[]; count: number; size: number };
 }
 
 /** A step run once, with these parameters. */
-export function singleStep(sql: string, params: readonly SqlValue[], options: { mustChange?: boolean; deflate?: number } = {}): WriterStep {
+export function singleStep(sql: string, params: readonly SqlValue[], options: { mustChange?: boolean } = {}): WriterStep {
   return { sql, rows: 1, shared: params, varying: [], values: [], ...options };
 }
 
@@ -76,6 +76,14 @@ const statements = new Map();
 // Per chain, the sequence number the next transaction must have: the one after the last that
 // committed, or the one that last failed (so the ones after it wait for it).
 const chains = new Map();
+// As event-units.ts packs a unit's body: a u32 header length, the JSON header, the deflated blocks.
+function packUnit(pack) {
+  const parts = pack.blocks.map((block) => deflateRawSync(block, { level: 1 }));
+  const header = Buffer.from(JSON.stringify({ v: 2, n: pack.count, s: pack.size, b: parts.map((part) => part.length) }));
+  const head = Buffer.alloc(4);
+  head.writeUInt32LE(header.length, 0);
+  return Buffer.concat([head, header, ...parts]);
+}
 function prepared(sql) {
   let s = statements.get(sql);
   if (!s) {
@@ -100,7 +108,7 @@ function run(message) {
       const step = message.steps[k];
       const statement = prepared(step.sql);
       const row = step.shared.slice();
-      if (step.deflate !== undefined) row[step.deflate] = deflateRawSync(row[step.deflate], { level: 1 });
+      if (step.pack !== undefined) row[step.pack.at] = packUnit(step.pack);
       const varying = step.varying;
       const values = step.values;
       let at = 0;

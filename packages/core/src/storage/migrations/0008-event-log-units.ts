@@ -92,7 +92,7 @@ async function moveEvents(knex: Knex, postgres: boolean): Promise<void> {
       const createdAt = rows.reduce((m, r) => (String(r.created_at) > m ? String(r.created_at) : m), '');
       const row = {
         workspace_id, pipeline_id, count: unit.count, min_occurred_at: unit.min_occurred_at, max_occurred_at: unit.max_occurred_at,
-        failed: unit.failed, filtered: unit.filtered, created_at: createdAt, body: compressUnit(unit.json),
+        failed: unit.failed, filtered: unit.filtered, created_at: createdAt, body: compressUnit(unit),
       };
       const [inserted] = (await knex('event_units').insert(postgres ? { ...row, ...keyLookup(keys) } : row).returning('id')) as Array<{ id: unknown } | number>;
       const unitId = Number(typeof inserted === 'object' ? inserted.id : inserted);

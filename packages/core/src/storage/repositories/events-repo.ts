@@ -5,7 +5,7 @@ import { affected, fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';
 import type { EventRecord, EventStatus, SortOrder } from '../../common/index.js';
 import type { JsonObject } from '../../plugin-api/index.js';
-import { compressUnitOffThread, DecodedUnit, encodeUnit, eventKey, keyLookup, type EncodedUnit, type InlineEvents, type UnitEvent } from '../event-units.js';
+import { BLOCK_EVENTS, compressUnitOffThread, DecodedUnit, encodeUnit, eventKey, keyLookup, type EncodedUnit, type InlineEvents, type UnitEvent } from '../event-units.js';
 import { singleStep, type SqlValue, type WriterStep } from '../sqlite-writer-thread.js';
 
 /** Row of the event log, the per-pipeline log of events: the public record plus bookkeeping. */
@@ -87,9 +87,13 @@ const CANONICAL_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 /** Rows per statement of a bulk write or update. */
 const CHUNK = 1000;
 
-/** Units read per query of a listing: a page usually lies in one; a sparse filter reads on in bigger steps. */
-const FIRST_UNITS = 2;
+/**
+ * Units read per query of a listing: a page usually lies in one; a sparse filter reads on in
+ * bigger steps, up to MAX_UNITS with their bodies, or MAX_INLINE rows of a rare type's copies.
+ */
+const FIRST_UNITS = 1;
 const MAX_UNITS = 32;
+const MAX_INLINE = 128;
 
 /** The statuses an event keeps a change row for, which `status` filters read from that table alone. */
 const OPEN: readonly EventStatus[] = ['dead_lettered', 'replaying'];
@@ -138,7 +142,7 @@ export class EventsRepo {
     const u = a.unit;
     const row = {
       workspace_id: a.workspace_id, pipeline_id: a.pipeline_id, count: u.count, min_occurred_at: u.min_occurred_at, max_occurred_at: u.max_occurred_at,
-      failed: u.failed, filtered: u.filtered, created_at: a.created_at, body: await compressUnitOffThread(u.json),
+      failed: u.failed, filtered: u.filtered, created_at: a.created_at, body: await compressUnitOffThread(u),
     };
     const postgres = !this.dialect.inProcess;
     const [inserted] = (await this.db('event_units').insert(postgres ? { ...row, ...keyLookup(a.keys) } : row).returning('id')) as Array<{ id: unknown } | number>;
@@ -242,7 +246,9 @@ export class EventsRepo {
       if (units.length < step) return { rows: out, hasMore: false };
       bound = toInt(units[units.length - 1]!.id);
       inclusive = false;
-      step = Math.min(step * 4, MAX_UNITS);
+      // Copies cost little to read: enough rows for the rest of the page at once.
+      const copies = units.every((u) => u.inline !== null && u.inline !== undefined);
+      step = copies ? Math.min(Math.max(step * 4, limit + 1 - out.length), MAX_INLINE) : Math.min(step * 4, MAX_UNITS);
     }
   }
 
@@ -543,7 +549,10 @@ function byPipeline(rows: readonly EventRow[]): EventRow[][] {
 export function unitSteps(a: AppendedUnit): WriterStep[] {
   const u = a.unit;
   const steps: WriterStep[] = [
-    singleStep(INSERT_UNIT_SQLITE, [a.workspace_id, a.pipeline_id, u.count, u.min_occurred_at, u.max_occurred_at, u.failed, u.filtered, a.created_at, u.json], { deflate: 8 }),
+    {
+      ...singleStep(INSERT_UNIT_SQLITE, [a.workspace_id, a.pipeline_id, u.count, u.min_occurred_at, u.max_occurred_at, u.failed, u.filtered, a.created_at, null]),
+      pack: { at: 8, blocks: u.blocks, count: u.count, size: BLOCK_EVENTS },
+    },
     { sql: INSERT_KEY_SQLITE, rows: a.keys.length, shared: [null], varying: [0], values: a.keys },
     { sql: INSERT_TYPE_SQLITE, rows: u.types.length, shared: [a.pipeline_id, null, null], varying: [1, 2], values: u.types.flatMap((type) => [type, u.inline.get(type) ?? null]) },
   ];
