@@ -15,11 +15,12 @@ export function toWorkItems(pipelineId: string, records: readonly SourceRecord[]
   // Records of one transaction or one file share their time: it is parsed once for a run of them.
   let lastTime: SourceRecord['occurredAt'];
   let lastOwn: { iso: string; ms: number } | undefined;
+  const minutes = new MinuteCache();
   for (let i = 0; i < records.length; i++) {
     const r = records[i]!;
     if (i === 0 || r.occurredAt !== lastTime || typeof lastTime !== 'string') {
       lastTime = r.occurredAt;
-      lastOwn = recordTime(lastTime);
+      lastOwn = recordTime(lastTime, minutes);
     }
     const own = lastOwn;
     const event: TransformEvent = {
@@ -34,13 +35,36 @@ export function toWorkItems(pipelineId: string, records: readonly SourceRecord[]
   return items;
 }
 
+/**
+ * The ms of the minute a run of canonical times starts with (`2026-01-01T10:00`), parsed once:
+ * a batch's records are mostly of a few minutes, and `Date.parse` of each record's time cost
+ * about a twelfth of a Postgres-to-Postgres pipeline's CPU.
+ */
+class MinuteCache {
+  private prefix = '';
+  private ms = 0;
+
+  /** The ms of a plain canonical time (see {@link isPlainCanonical}). */
+  of(value: string): number {
+    if (this.prefix === '' || !value.startsWith(this.prefix)) {
+      this.prefix = value.slice(0, 16);
+      this.ms = Date.parse(`${this.prefix}:00.000Z`);
+    }
+    const seconds = (value.charCodeAt(17) - 48) * 10 + value.charCodeAt(18) - 48;
+    const millis = (value.charCodeAt(20) - 48) * 100 + (value.charCodeAt(21) - 48) * 10 + value.charCodeAt(22) - 48;
+    return this.ms + seconds * 1000 + millis;
+  }
+}
+
 /** A record's own time as stored (ISO 8601 UTC with milliseconds) and in ms; undefined when it has none or an invalid one. */
-function recordTime(value: string | Date | undefined): { iso: string; ms: number } | undefined {
+function recordTime(value: string | Date | undefined, minutes: MinuteCache): { iso: string; ms: number } | undefined {
   if (value instanceof Date) {
     const ms = value.getTime();
     return Number.isNaN(ms) ? undefined : { iso: value.toISOString(), ms };
   }
   if (typeof value !== 'string') return undefined;
+  // The stored spelling already (the common case): read by arithmetic, and kept as it is.
+  if (isPlainCanonical(value)) return { iso: value, ms: minutes.of(value) };
   const ms = Date.parse(value);
   if (Number.isNaN(ms)) return undefined;
   // Already in the stored spelling (the common case) it is kept; otherwise re-spelled, which also

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { deriveEventId } from '../events/index.js';
+import { toWorkItems } from './source-records.js';
+
+describe('toWorkItems', () => {
+  it("reads each record's time as Date.parse does, across minutes, hours, days and years, and derives the id from it", () => {
+    const times: string[] = [];
+    let ms = Date.UTC(1999, 11, 31, 23, 58, 59, 990);
+    // Steps of 7.3 s and then of 41 days: runs of one minute, and jumps to another one.
+    for (let i = 0; i < 400; i++) {
+      ms += i % 50 === 49 ? 41 * 86_400_000 + 123 : 7_301;
+      times.push(new Date(ms).toISOString());
+    }
+    const records = times.map((t, i) => ({ position: String(i), type: 't', occurredAt: t, payload: { i } }));
+    const items = toWorkItems('pip_1', records, 0);
+    // The plain canonical ones are kept as they are; the few on days 29-31 are re-spelled the same.
+    expect(items.map((w) => w.event.occurredAt)).toEqual(times);
+    expect(items.map((w) => w.event.id)).toEqual(times.map((t, i) => deriveEventId('pip_1', String(i), Date.parse(t))));
+  });
+
+  it('re-spells a time in another form, keeps a Date, and gives the read time to a record without a valid one', () => {
+    const readAt = Date.UTC(2026, 0, 2);
+    const items = toWorkItems('pip_1', [
+      { position: 'a', type: 't', occurredAt: '2026-01-01T10:00:00+01:00', payload: {} },
+      { position: 'b', type: 't', occurredAt: new Date(Date.UTC(2026, 0, 1, 9, 30)), payload: {} },
+      { position: 'c', type: 't', occurredAt: 'not a time', payload: {} },
+      { position: 'd', type: 't', occurredAt: '2026-02-30T00:00:00.000Z', payload: {} },
+    ], readAt);
+    expect(items.map((w) => w.event.occurredAt)).toEqual(['2026-01-01T09:00:00.000Z', '2026-01-01T09:30:00.000Z', '2026-01-02T00:00:00.000Z', '2026-03-02T00:00:00.000Z']);
+    expect(items[0]!.event.id).toBe(deriveEventId('pip_1', 'a', Date.UTC(2026, 0, 1, 9)));
+    expect(items[2]!.event.id).toBe(deriveEventId('pip_1', 'c'));
+  });
+});
