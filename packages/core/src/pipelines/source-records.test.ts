@@ -27,6 +27,12 @@ describe('toWorkItems', () => {
       { position: 'd', type: 't', occurredAt: '2026-02-30T00:00:00.000Z', payload: {} },
     ], readAt);
     expect(items.map((w) => w.event.occurredAt)).toEqual(['2026-01-01T09:00:00.000Z', '2026-01-01T09:30:00.000Z', '2026-01-02T00:00:00.000Z', '2026-03-02T00:00:00.000Z']);
+    // The last days of months, leap years included, are kept; the days a month lacks roll over as Date.parse has them.
+    const ends = ['2024-02-29T12:00:00.000Z', '2023-02-29T12:00:00.000Z', '2100-02-29T00:00:00.000Z', '2000-02-29T00:00:00.000Z', '2026-04-31T00:00:00.000Z', '2026-12-31T23:59:59.999Z', '2026-11-30T08:00:00.000Z'];
+    const endItems = toWorkItems('pip_1', ends.map((t, i) => ({ position: String(i), type: 't', occurredAt: t, payload: {} })), readAt);
+    expect(endItems.map((w) => w.event.occurredAt)).toEqual(ends.map((t) => new Date(Date.parse(t)).toISOString()));
+    expect(endItems.map((w) => w.event.occurredAt)).toEqual(['2024-02-29T12:00:00.000Z', '2023-03-01T12:00:00.000Z', '2100-03-01T00:00:00.000Z', '2000-02-29T00:00:00.000Z', '2026-05-01T00:00:00.000Z', '2026-12-31T23:59:59.999Z', '2026-11-30T08:00:00.000Z']);
+    expect(endItems.map((w) => w.event.id)).toEqual(ends.map((t, i) => deriveEventId('pip_1', String(i), Date.parse(t))));
     expect(items[0]!.event.id).toBe(deriveEventId('pip_1', 'a', Date.UTC(2026, 0, 1, 9)));
     expect(items[2]!.event.id).toBe(deriveEventId('pip_1', 'c'));
   });

@@ -72,9 +72,18 @@ function recordTime(value: string | Date | undefined, minutes: MinuteCache): { i
   return { iso: isPlainCanonical(value) ? value : new Date(ms).toISOString(), ms };
 }
 
-const CANONICAL = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|1\d|2[0-8])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;
+const CANONICAL = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;
 
-/** ISO 8601 UTC with milliseconds, on a day every month has (1-28): no re-spelling can change it. */
+/**
+ * ISO 8601 UTC with milliseconds, on a day its month has: no re-spelling can change it. Days 29
+ * to 31 are checked against the month (Date.parse takes a February 30th and rolls it over).
+ */
 function isPlainCanonical(value: string): boolean {
-  return value.length === 24 && CANONICAL.test(value);
+  if (value.length !== 24 || !CANONICAL.test(value)) return false;
+  const day = (value.charCodeAt(8) - 48) * 10 + value.charCodeAt(9) - 48;
+  if (day <= 28) return true;
+  const month = (value.charCodeAt(5) - 48) * 10 + value.charCodeAt(6) - 48;
+  if (month !== 2) return day <= (month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31);
+  const year = Number(value.slice(0, 4));
+  return day === 29 && year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
 }
