@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -29,33 +28,6 @@ function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number |
     child.stderr.on('data', (d) => (stderr += d));
     child.on('exit', (status) => done({ status, stdout, stderr }));
   });
-}
-
-/** A port nothing listens on now. */
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const probe = createServer();
-    probe.once('error', fail);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => done(port));
-    });
-  });
-}
-
-/**
- * The status of `url` once a server answers there: asked again every 100 ms while the process
- * starts (it compiles the CLI's TypeScript first), and given up if the process exits.
- */
-async function untilServing(url: string, exited: Promise<unknown>): Promise<number> {
-  let gone = false;
-  void exited.then(() => (gone = true));
-  while (!gone) {
-    const answer = await fetch(url).catch(() => undefined);
-    if (answer) return answer.status;
-    await new Promise((done) => setTimeout(done, 100));
-  }
-  throw new Error('the server exited before it answered');
 }
 
 let server: RunningServer | undefined;
@@ -239,19 +211,29 @@ describe('the ferry CLI (a real process)', () => {
 
   it('goes on serving when the reader of its output goes away, and still drains and exits 0 on SIGTERM', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
-    // `ferry serve 2>&1 | head -1`: head reads the first line and exits, and every write after
-    // it meets a closed pipe. The port is chosen beforehand, as nothing else is read.
-    const head = spawn('head', ['-1'], { stdio: ['pipe', 'pipe', 'inherit'] });
-    const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=ferry-source', MAIN, 'serve', '--port', String(port)], {
+    // Its stderr is a pipe whose reader has gone (`true` reads nothing and exits), as with
+    // `ferry serve 2>&1 | head -1` once head has its line: every write there meets a closed
+    // pipe, starting with "ferry serving on". Its log (stdout) is read for the address.
+    const gone = spawn('true', [], { stdio: ['pipe', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=ferry-source', MAIN, 'serve', '--port', '0'], {
       cwd: ROOT,
       env: { ...process.env, DATABASE_URL: join(dir, 'ferry.db') },
-      stdio: ['ignore', head.stdin, head.stdin],
+      stdio: ['ignore', 'pipe', gone.stdin],
     });
-    head.stdin.destroy();
+    gone.stdin.destroy();
+    // `true` is gone long before the server, which compiles its TypeScript first, writes a line.
+    await new Promise((done) => gone.on('exit', done));
+    let stdout = '';
+    const url = await new Promise<string>((done, fail) => {
+      child.stdout!.on('data', (d) => {
+        stdout += d;
+        const m = /ferry listening on (http:\/\/[^"\s]+)/.exec(stdout);
+        if (m) done(m[1]!);
+      });
+      child.on('exit', () => fail(new Error(`server exited early: ${stdout}`)));
+    });
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
     const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
-    await new Promise((done) => head.on('exit', done));
-    expect(await untilServing(`http://127.0.0.1:${port}/healthz`, exited)).toBe(200);
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
   }, 60_000);
