@@ -325,6 +325,13 @@ export function runEngineStorageSuite(name: string, factory: StorageFactory): vo
       expect((await engine.events.list('acme', p.id)).data.map((e) => e.payload!.i)).toEqual([1, 2, 3, 4, 0]);
       expect((await engine.events.list('acme', p.id, { cursor: end.next_cursor! })).data.map((e) => e.payload!.i)).toEqual([0]);
       expect((await engine.events.get('acme', row(0, 'delivered').id)).payload).toEqual({ i: 0 });
+      // A cursor of the listing as it was before log order, an (occurred_at, id) position: refused.
+      const before = engineContext(engine).cursors.encode(['2026-01-01T00:00:01.000Z', row(1, 'delivered').id], {
+        resource: `events:${p.id}`,
+        workspaceId: 'acme',
+        filters: { type: undefined, status: undefined, since: undefined, until: undefined },
+      });
+      await expectError(engine.events.list('acme', p.id, { cursor: before }), 'invalid_cursor');
     });
 
     it('webhooks: url rules, event types, secrets encrypted and rotated with overlap', async () => {

@@ -32,7 +32,13 @@ export class EventsService {
     return paginate(
       this.ctx.cursors,
       params,
-      { scope: { resource: `events:${pipelineId}`, workspaceId, filters }, key: (row: EventRow) => [String(row.log!.unit), String(row.log!.index)], tail: true },
+      {
+        // `event-log:`, not the `events:` of the (occurred_at, id) positions before log order:
+        // a cursor made then is refused (invalid_cursor) rather than read as a log position.
+        scope: { resource: `event-log:${pipelineId}`, workspaceId, filters },
+        key: (row: EventRow) => [String(row.log!.unit), String(row.log!.index)],
+        tail: true,
+      },
       (after, limit, order) => repos.events.list(workspaceId, pipelineId, filters, after, limit, order),
       (rows) => rows.map(presentEvent),
     );
