@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Writable } from 'node:stream';
+import { Writable, type Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { generateApiKey } from '@ferry/core/internal';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -28,6 +28,27 @@ function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number |
     child.stderr.on('data', (d) => (stderr += d));
     child.on('exit', (status) => done({ status, stdout, stderr }));
   });
+}
+
+/** The address `pattern` finds in what `child` writes to `stream`; fails if the child exits first. */
+function addressIn(child: ChildProcess, stream: Readable, pattern: RegExp): Promise<string> {
+  let text = '';
+  return new Promise<string>((done, fail) => {
+    stream.on('data', (d) => {
+      text += d;
+      const m = pattern.exec(text);
+      if (m) done(m[1]!);
+    });
+    child.on('exit', () => fail(new Error(`server exited early: ${text}`)));
+  });
+}
+
+/** The server at `url` answers /healthz, then drains and exits 0 on SIGTERM. */
+async function answersThenStops(child: ChildProcess, url: string): Promise<void> {
+  expect((await fetch(`${url}/healthz`)).status).toBe(200);
+  const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+  child.kill('SIGTERM');
+  expect(await exited).toBe(0);
 }
 
 let server: RunningServer | undefined;
@@ -194,19 +215,8 @@ describe('the ferry CLI (a real process)', () => {
       cwd: ROOT,
       env: { ...process.env, DATABASE_URL: join(dir, 'ferry.db') },
     });
-    let stderr = '';
-    const url = await new Promise<string>((done, fail) => {
-      child.stderr.on('data', (d) => {
-        stderr += d;
-        const m = /serving on (http:\/\/\S+)/.exec(stderr);
-        if (m) done(m[1]!);
-      });
-      child.on('exit', () => fail(new Error(`server exited early: ${stderr}`)));
-    });
-    expect((await fetch(`${url}/healthz`)).status).toBe(200);
-    const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
-    child.kill('SIGTERM');
-    expect(await exited).toBe(0);
+    const url = await addressIn(child, child.stderr, /serving on (http:\/\/\S+)/);
+    await answersThenStops(child, url);
   });
 
   it('goes on serving when the reader of its output goes away, and still drains and exits 0 on SIGTERM', async () => {
@@ -223,19 +233,8 @@ describe('the ferry CLI (a real process)', () => {
     gone.stdin.destroy();
     // `true` is gone long before the server, which compiles its TypeScript first, writes a line.
     await new Promise((done) => gone.on('exit', done));
-    let stdout = '';
-    const url = await new Promise<string>((done, fail) => {
-      child.stdout!.on('data', (d) => {
-        stdout += d;
-        const m = /ferry listening on (http:\/\/[^"\s]+)/.exec(stdout);
-        if (m) done(m[1]!);
-      });
-      child.on('exit', () => fail(new Error(`server exited early: ${stdout}`)));
-    });
-    expect((await fetch(`${url}/healthz`)).status).toBe(200);
-    const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
-    child.kill('SIGTERM');
-    expect(await exited).toBe(0);
+    const url = await addressIn(child, child.stdout!, /ferry listening on (http:\/\/[^"\s]+)/);
+    await answersThenStops(child, url);
   }, 60_000);
 
   it('`npm start`: SIGTERM to npm reaches the server, which drains and stops; nothing is left serving', async () => {
