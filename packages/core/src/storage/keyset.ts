@@ -16,7 +16,7 @@ export type { KeysetResult };
 export async function keysetPage<TRow>(
   query: Knex.QueryBuilder,
   columns: readonly string[],
-  after: readonly string[] | undefined,
+  after: readonly (string | number)[] | undefined,
   limit: number,
   order: SortOrder = 'asc',
 ): Promise<KeysetResult<TRow>> {

@@ -308,7 +308,7 @@ export class EventsRepo {
   ): Promise<KeysetResult<EventRow>> {
     const query = this.db('event_changes').where({ workspace_id: workspaceId, pipeline_id: pipelineId, status: filters.status });
     applyChangeFilters(query, filters);
-    const page = await keysetPage<Record<string, unknown>>(query, ['unit_id', 'idx'], after?.map(Number) as unknown as string[] | undefined, limit, order);
+    const page = await keysetPage<Record<string, unknown>>(query, ['unit_id', 'idx'], after?.map(Number), limit, order);
     return { rows: page.rows.map((r) => mapChange(r)), hasMore: page.hasMore };
   }
 
