@@ -36,4 +36,12 @@ describe('toWorkItems', () => {
     expect(items[0]!.event.id).toBe(deriveEventId('pip_1', 'a', Date.UTC(2026, 0, 1, 9)));
     expect(items[2]!.event.id).toBe(deriveEventId('pip_1', 'c'));
   });
+
+  it('spells a UTC time to the second or to the microsecond with milliseconds, as Date.parse reads it', () => {
+    const times = ['2026-01-01T00:00:02Z', '2026-01-01T00:00:02.1Z', '2026-01-01T00:00:02.12Z', '2026-01-01T00:00:02.123456Z', '2026-01-01T00:00:02.999999999Z', '2024-02-29T23:59:59Z', '2026-02-29T00:00:00Z', '2026-06-31T10:00:00.5Z', '2026-01-01T24:00:00Z'];
+    const items = toWorkItems('pip_1', times.map((t, i) => ({ position: String(i), type: 't', occurredAt: t, payload: {} })), 0);
+    expect(items.map((w) => w.event.occurredAt)).toEqual(times.map((t) => new Date(Date.parse(t)).toISOString()));
+    expect(items.map((w) => w.event.occurredAt).slice(0, 6)).toEqual(['2026-01-01T00:00:02.000Z', '2026-01-01T00:00:02.100Z', '2026-01-01T00:00:02.120Z', '2026-01-01T00:00:02.123Z', '2026-01-01T00:00:02.999Z', '2024-02-29T23:59:59.000Z']);
+    expect(items.map((w) => w.event.id)).toEqual(times.map((t, i) => deriveEventId('pip_1', String(i), Date.parse(t))));
+  });
 });

@@ -44,7 +44,7 @@ class MinuteCache {
   private prefix = '';
   private ms = 0;
 
-  /** The ms of a plain canonical time (see {@link isPlainCanonical}). */
+  /** The ms of a time in the stored spelling (see {@link canonicalUtc}). */
   of(value: string): number {
     if (this.prefix === '' || !value.startsWith(this.prefix)) {
       this.prefix = value.slice(0, 16);
@@ -63,23 +63,39 @@ function recordTime(value: string | Date | undefined, minutes: MinuteCache): { i
     return Number.isNaN(ms) ? undefined : { iso: value.toISOString(), ms };
   }
   if (typeof value !== 'string') return undefined;
-  // The stored spelling already (the common case): read by arithmetic, and kept as it is.
-  if (isPlainCanonical(value)) return { iso: value, ms: minutes.of(value) };
+  // UTC to the second or finer (the common cases: the stored spelling, a database's timestamptz
+  // to the second or the microsecond): spelled and read by arithmetic.
+  const canonical = canonicalUtc(value);
+  if (canonical !== undefined) return { iso: canonical, ms: minutes.of(canonical) };
   const ms = Date.parse(value);
   if (Number.isNaN(ms)) return undefined;
-  // Already in the stored spelling (the common case) it is kept; otherwise re-spelled, which also
-  // turns a February 30th or a 24:00 (Date.parse accepts both) into the real date.
-  return { iso: isPlainCanonical(value) ? value : new Date(ms).toISOString(), ms };
+  // Re-spelled, which also turns a February 30th or a 24:00 (Date.parse accepts both) into the real date.
+  return { iso: new Date(ms).toISOString(), ms };
 }
 
 const CANONICAL = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;
 
+/** UTC to the second, with any number of fraction digits: `2026-01-01T10:00:02Z`, `...02.123456Z`. */
+const UTC_SECONDS = /^(\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d)(?:\.(\d{1,9}))?Z$/;
+
 /**
- * ISO 8601 UTC with milliseconds, on a day its month has: no re-spelling can change it. Days 29
- * to 31 are checked against the month (Date.parse takes a February 30th and rolls it over).
+ * `value` in the stored spelling (ISO 8601 UTC with milliseconds) when it is a UTC time to the
+ * second or finer on a day its month has; undefined for anything else (an offset, a day a month
+ * lacks), which Date.parse reads. Digits past the millisecond are dropped, as Date.parse drops them.
  */
-function isPlainCanonical(value: string): boolean {
-  if (value.length !== 24 || !CANONICAL.test(value)) return false;
+function canonicalUtc(value: string): string | undefined {
+  if (value.length === 24 && CANONICAL.test(value)) return dayExists(value) ? value : undefined;
+  const m = UTC_SECONDS.exec(value);
+  if (m === null || !dayExists(value)) return undefined;
+  const fraction = m[2];
+  return `${m[1]!}.${fraction === undefined ? '000' : fraction.length >= 3 ? fraction.slice(0, 3) : fraction.padEnd(3, '0')}Z`;
+}
+
+/**
+ * Whether the day of a time that starts `YYYY-MM-DD` (day 01 to 31, month 01 to 12) is one its
+ * month has: Date.parse takes a February 30th and rolls it over.
+ */
+function dayExists(value: string): boolean {
   const day = (value.charCodeAt(8) - 48) * 10 + value.charCodeAt(9) - 48;
   if (day <= 28) return true;
   const month = (value.charCodeAt(5) - 48) * 10 + value.charCodeAt(6) - 48;
