@@ -1,6 +1,5 @@
 import { hash } from 'node:crypto';
-import { promisify } from 'node:util';
-import { deflateRaw, deflateRawSync, inflateRawSync } from 'node:zlib';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { EventRecord, EventStatus } from '../common/index.js';
 import type { JsonObject } from '../plugin-api/index.js';
 
@@ -243,12 +242,21 @@ export function compressUnit(unit: Pick<EncodedUnit, 'blocks' | 'count'>): Buffe
   return packUnit(unit.blocks.map((b) => deflateRawSync(b, { level: 1 })), unit.count);
 }
 
-const deflateRawAsync = promisify(deflateRaw);
-
-/** {@link compressUnit} on libuv's thread pool: the engine's event loop goes on meanwhile (about 0.5 ms a unit of 1,000 events). */
-export async function compressUnitOffThread(unit: Pick<EncodedUnit, 'blocks' | 'count'>): Promise<Buffer> {
-  return packUnit(await Promise.all(unit.blocks.map((b) => deflateRawAsync(b, { level: 1 }))), unit.count);
+/**
+ * {@link packUnit} of a unit's blocks (`{ blocks, count, size }`) as plain CommonJS, for the
+ * threads that pack on their own core (`unit-packer.ts`, `sqlite-writer-thread.ts`): the same
+ * bytes, which `unit-packer.test.ts` checks.
+ */
+export const PACK_UNIT_SOURCE = `
+const { deflateRawSync } = require('node:zlib');
+function packUnit(pack) {
+  const parts = pack.blocks.map((block) => deflateRawSync(block, { level: 1 }));
+  const header = Buffer.from(JSON.stringify({ v: 2, n: pack.count, s: pack.size, b: parts.map((part) => part.length) }));
+  const head = Buffer.alloc(4);
+  head.writeUInt32LE(header.length, 0);
+  return Buffer.concat([head, header, ...parts]);
 }
+`;
 
 /** The ULID form of an event id: `evt_`, then 26 Crockford base-32 characters, the first one 0-7. */
 const ULID_ID = /^evt_[0-7][0-9A-HJKMNP-TV-Z]{25}$/;

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { retryWhileBusy, type SqliteLockWait } from './sqlite-lock-wait.js';
+import { PACK_UNIT_SOURCE } from './event-units.js';
 
 /** Where a {@link SqliteWriterThread} writes: the database file, and how long a write waits for its lock. */
 export interface SqliteWriterConfig {
@@ -65,7 +66,6 @@ export type WriterOutcome = { committed: true; changes: number[] } | { committed
  */
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-const { deflateRawSync } = require('node:zlib');
 const Database = require(workerData.driver);
 const db = new Database(workerData.filename);
 db.pragma('busy_timeout = 0');
@@ -76,14 +76,7 @@ const statements = new Map();
 // Per chain, the sequence number the next transaction must have: the one after the last that
 // committed, or the one that last failed (so the ones after it wait for it).
 const chains = new Map();
-// As event-units.ts packs a unit's body: a u32 header length, the JSON header, the deflated blocks.
-function packUnit(pack) {
-  const parts = pack.blocks.map((block) => deflateRawSync(block, { level: 1 }));
-  const header = Buffer.from(JSON.stringify({ v: 2, n: pack.count, s: pack.size, b: parts.map((part) => part.length) }));
-  const head = Buffer.alloc(4);
-  head.writeUInt32LE(header.length, 0);
-  return Buffer.concat([head, header, ...parts]);
-}
+${PACK_UNIT_SOURCE}
 function prepared(sql) {
   let s = statements.get(sql);
   if (!s) {

@@ -5,7 +5,8 @@ import { affected, fromJson, toInt, toJson, type Db } from '../sql-helpers.js';
 import type { StorageDialect } from '../dialect.js';
 import type { EventRecord, EventStatus, SortOrder } from '../../common/index.js';
 import type { JsonObject } from '../../plugin-api/index.js';
-import { BLOCK_EVENTS, compressUnitOffThread, DecodedUnit, encodeUnit, eventKey, keyLookup, type EncodedUnit, type InlineEvents, type UnitEvent } from '../event-units.js';
+import { packUnitOffThread } from '../unit-packer.js';
+import { BLOCK_EVENTS, DecodedUnit, encodeUnit, eventKey, keyLookup, type EncodedUnit, type InlineEvents, type UnitEvent } from '../event-units.js';
 import { singleStep, type SqlValue, type WriterStep } from '../sqlite-writer-thread.js';
 
 /** Row of the event log, the per-pipeline log of events: the public record plus bookkeeping. */
@@ -142,7 +143,7 @@ export class EventsRepo {
     const u = a.unit;
     const row = {
       workspace_id: a.workspace_id, pipeline_id: a.pipeline_id, count: u.count, min_occurred_at: u.min_occurred_at, max_occurred_at: u.max_occurred_at,
-      failed: u.failed, filtered: u.filtered, created_at: a.created_at, body: await compressUnitOffThread(u),
+      failed: u.failed, filtered: u.filtered, created_at: a.created_at, body: await packUnitOffThread(u),
     };
     const postgres = !this.dialect.inProcess;
     const [inserted] = (await this.db('event_units').insert(postgres ? { ...row, ...keyLookup(a.keys) } : row).returning('id')) as Array<{ id: unknown } | number>;
