@@ -106,7 +106,8 @@ async function transformAll(
       pending.push({ index: i, event: item.event, attempts: item.attemptsBefore });
       continue;
     }
-    const outcome = await deps.chain.apply(item.event, item.fromStep, deps.maxAttempts);
+    const applied = deps.chain.apply(item.event, item.fromStep, deps.maxAttempts);
+    const outcome = applied instanceof Promise ? await applied : applied;
     if (outcome.kind === 'passed') pending.push({ index: i, event: outcome.event, attempts: item.attemptsBefore });
     else if (outcome.kind === 'filtered') results[i] = { status: 'filtered', event: outcome.event, attempts: item.attemptsBefore + 1 };
     else {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import { defineTransform, type JsonValue } from '../../plugin-api/index.js';
 import { copyAlong, DotPath, getPath, setPath } from './dot-path.js';
@@ -26,7 +26,7 @@ export type MaskStep = Static<typeof MaskStepSchema>;
  * keeps `1` and `"1"` apart.
  */
 export function maskHash(salt: string, value: JsonValue): string {
-  return createHash('sha256').update(`${salt}:${JSON.stringify(value)}`).digest('hex');
+  return hash('sha256', `${salt}:${JSON.stringify(value)}`, 'hex');
 }
 
 /**
