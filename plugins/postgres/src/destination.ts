@@ -121,30 +121,23 @@ function copyField(source: ColumnSource, encoder: Encoder): (event: DestinationE
   }
 }
 
-/** Rows a chunk of COPY data holds: the server parses one while the next is built. */
-const COPY_CHUNK_ROWS = 128;
-
 /**
- * The COPY data of {@link copySql} for `events`, built a chunk of {@link COPY_CHUNK_ROWS} lines
- * at a time as the COPY takes them: the server parses a chunk while the engine builds the next,
- * instead of waiting for the whole batch (a batch built first and then sent kept the server idle
- * for a third of each write). Each chunk is a Buffer, outside the JS heap.
+ * The COPY data of {@link copySql} for `events`: one line per event, in one Buffer, outside the JS
+ * heap (a batch's text as one string stayed in the heap until a full collection, and the engine's
+ * heap grew by hundreds of MB between two).
  */
-export function* copyChunks(events: readonly DestinationEvent[], settings: DestinationSettings, encoders: readonly Encoder[]): Generator<Buffer> {
+export function copyRows(events: readonly DestinationEvent[], settings: DestinationSettings, encoders: readonly Encoder[]): Buffer {
   const fields = settings.columns.map((column, i) => copyField(column.source, encoders[i]!));
   const width = fields.length;
-  for (let from = 0; from < events.length; from += COPY_CHUNK_ROWS) {
-    const to = Math.min(events.length, from + COPY_CHUNK_ROWS);
-    const lines: string[] = new Array(to - from + 1);
-    for (let e = from; e < to; e++) {
-      const event = events[e]!;
-      let line = fields[0]!(event);
-      for (let i = 1; i < width; i++) line += '\t' + fields[i]!(event);
-      lines[e - from] = line;
-    }
-    lines[to - from] = '';
-    yield Buffer.from(lines.join('\n'));
+  const lines: string[] = new Array(events.length + 1);
+  for (let e = 0; e < events.length; e++) {
+    const event = events[e]!;
+    let line = fields[0]!(event);
+    for (let i = 1; i < width; i++) line += '\t' + fields[i]!(event);
+    lines[e] = line;
   }
+  lines[events.length] = '';
+  return Buffer.from(lines.join('\n'));
 }
 
 /** The JSON parameter of {@link insertSql} for `events`. */
@@ -164,11 +157,11 @@ export function insertRows(events: readonly DestinationEvent[], settings: Destin
  * COPYs `data` into the table on a connection of its own. The connection is closed after a
  * failed COPY rather than handed back: whatever broke it, the next write gets a clean one.
  */
-async function copyInto(pool: pg.Pool, sql: string, data: Iterable<Buffer>): Promise<void> {
+async function copyInto(pool: pg.Pool, sql: string, data: Buffer): Promise<void> {
   const client = await pool.connect();
   let failure: Error | undefined;
   try {
-    await pipeline(Readable.from(data), client.query(copyFrom(sql)));
+    await pipeline(Readable.from([data]), client.query(copyFrom(sql)));
   } catch (error) {
     failure = error instanceof Error ? error : new Error(String(error));
     throw error;
@@ -210,7 +203,7 @@ export function postgresDestination(pool: pg.Pool, settings: DestinationSettings
         const chunk = events.slice(start, start + MAX_ROWS_PER_STATEMENT);
         if (copying && table.copy) {
           try {
-            await copyInto(pool, copySql(settings), copyChunks(chunk, settings, table.encoders));
+            await copyInto(pool, copySql(settings), copyRows(chunk, settings, table.encoders));
             continue;
           } catch (error) {
             const classified = classifyError(error, 'destination');
