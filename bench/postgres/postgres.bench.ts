@@ -21,7 +21,8 @@
  *    `count(*)` of `landed` would scan the growing table on the server being measured), then
  *    `SELECT count(*) FROM landed` must show every row; a case that has not finished in
  *    BENCH_POSTGRES_DEADLINE_S seconds (default 900) fails. stderr shows the CPU the engine's
- *    process and the Postgres server's processes used per row.
+ *    process and the Postgres server's processes used per row, and how busy the engine's event loop
+ *    was (per row, and as a share of the time: near 100 % it is the engine's main thread that sets the pace).
  * Each case starts from an empty `landed`, truncated and vacuumed in between. The engine runs in
  * this process on the system clock; the data and the copy are in the Postgres server's processes.
  * `transforms` is the engine on SQLite again, with three steps (a filter every row passes, a
@@ -145,6 +146,7 @@ async function engineCase(name: string, storage: StorageConfig, dataUrl: string,
     const destination = await engine.connectors.create(WS, { type: 'postgres', direction: 'destination', config: { connection_string: dataUrl, table: 'landed' } });
     const cpu = process.cpuUsage();
     const serverCpu = serverCpuSeconds();
+    const loop = performance.eventLoopUtilization();
     const started = performance.now();
     const pipeline = await engine.pipelines.create(WS, { name: 'copy', source_connector_id: source.id, destination_connector_id: destination.id, batch_size: batch, transforms, activate: true });
     // Polled through the run's counters (one row), not count(*) on `landed`: a count scans the
@@ -163,12 +165,14 @@ async function engineCase(name: string, storage: StorageConfig, dataUrl: string,
     }
     const seconds = (performance.now() - started) / 1000;
     const used = process.cpuUsage(cpu);
+    const busy = performance.eventLoopUtilization(loop);
     const server = serverCpuSeconds() - serverCpu;
     n = await landedCount(admin);
     if (n !== ROWS) throw new Error(`${name}: ${n} rows landed, expected ${ROWS}`);
     log(
       `${name}: ${ROWS} rows in ${seconds.toFixed(1)} s; engine process CPU ${((used.user + used.system) / ROWS).toFixed(0)} µs per row, ` +
-        `${((used.user + used.system) / 1e4 / seconds).toFixed(0)} % of a core; Postgres server CPU ${((server * 1e6) / ROWS).toFixed(0)} µs per row, ` +
+        `${((used.user + used.system) / 1e4 / seconds).toFixed(0)} % of a core; its event loop busy ${((busy.active * 1000) / ROWS).toFixed(1)} µs per row, ` +
+        `${(busy.utilization * 100).toFixed(0)} % of the time; Postgres server CPU ${((server * 1e6) / ROWS).toFixed(0)} µs per row, ` +
         `${((server * 100) / seconds).toFixed(0)} % of a core; rss ${(process.memoryUsage().rss / 1e6).toFixed(0)} MB`,
     );
     await sample(admin, name);
