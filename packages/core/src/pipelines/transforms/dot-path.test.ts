@@ -1,7 +1,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../plugin-api/index.js';
-import { DOT_PATH_PATTERN, DotPath, DotPathError, copyAlong, deletePath, getPath, hasPath, parseDotPath, setPath } from './dot-path.js';
+import { DOT_PATH_PATTERN, DotPath, DotPathError, copyAlong, deletePath, getPath, hasPath, parseDotPath, setPath, withoutPath } from './dot-path.js';
 
 describe('parseDotPath', () => {
   it('splits on dots', () => {
@@ -184,5 +184,32 @@ describe('copyAlong', () => {
     expect(parseDotPath('x.y')).toBe(parseDotPath('x.y'));
     expect(Object.isFrozen(parseDotPath('x.y'))).toBe(true);
     expect(() => parseDotPath('x..y')).toThrow(DotPathError);
+  });
+});
+
+describe('withoutPath', () => {
+  it('copies only what lies on the path and leaves the input alone', () => {
+    const root = { a: { b: 1, c: [1, { d: 2, e: 3 }] }, f: { g: 1 }, h: 'x' };
+    const frozen = structuredClone(root);
+    const out = withoutPath(root, 'a.c.1.d')!;
+    expect(out).toEqual({ a: { b: 1, c: [1, { e: 3 }] }, f: { g: 1 }, h: 'x' });
+    expect(root).toEqual(frozen);
+    expect(out.f).toBe(root.f);
+    expect(withoutPath(root, 'a.c.0')).toEqual({ a: { b: 1, c: [{ d: 2, e: 3 }] }, f: { g: 1 }, h: 'x' });
+    expect(Object.keys(withoutPath(root, 'a')!)).toEqual(['f', 'h']);
+  });
+
+  it('is undefined when nothing is at the path', () => {
+    const root = { a: { b: 1 }, c: [1] };
+    for (const path of ['x', 'a.x', 'a.b.c', 'c.1', 'c.01', 'c.x']) expect(withoutPath(root, path)).toBeUndefined();
+  });
+
+  it('keeps a __proto__ key as an own property and never touches the prototype', () => {
+    const root = JSON.parse('{"__proto__": {"polluted": true}, "a": 1, "b": 2}') as Record<string, unknown>;
+    const out = withoutPath(root as never, 'a')!;
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(Object.hasOwn(out, '__proto__')).toBe(true);
+    expect(JSON.stringify(out)).toBe('{"__proto__":{"polluted":true},"b":2}');
+    expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
   });
 });

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { defineTransform } from '../../plugin-api/index.js';
-import { DotPath, deletePath, hasPath } from './dot-path.js';
+import { DotPath, hasPath, withoutPath } from './dot-path.js';
 
 /** Schema of a `drop` step: at least one path. */
 export const DropStepSchema = Type.Object(
@@ -25,8 +25,8 @@ export const dropStep = defineTransform({
   apply(event, step) {
     // Most events of a stream lack most dropped fields: skip the clone when nothing would change.
     if (!step.paths.some((path) => hasPath(event.payload, path))) return { ...event };
-    const payload = structuredClone(event.payload);
-    for (const path of step.paths) deletePath(payload, path);
+    let payload = event.payload;
+    for (const path of step.paths) payload = withoutPath(payload, path) ?? payload;
     return { ...event, payload };
   },
 });

@@ -19,6 +19,7 @@ export {
   hasPath,
   parseDotPath,
   setPath,
+  withoutPath,
 } from './dot-path.js';
 export { dropStep, DropStepSchema, type DropStep } from './drop.js';
 export { filterStep, FILTER_OPS, FilterStepSchema, type FilterOp, type FilterStep } from './filter.js';

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { defineTransform } from '../../plugin-api/index.js';
-import { copyAlong, DotPath, deletePath, getPath, setPath } from './dot-path.js';
+import { copyAlong, DotPath, getPath, setPath, withoutPath } from './dot-path.js';
 
 /** Schema of a `rename` step. */
 export const RenameStepSchema = Type.Object(
@@ -24,13 +24,14 @@ export const renameStep = defineTransform({
   type: 'rename',
   schema: RenameStepSchema,
   apply(event, step) {
-    if (step.from === step.to || getPath(event.payload, step.from) === undefined) return { ...event };
+    if (step.from === step.to) return { ...event };
     // Only what lies on the two paths is copied (a moved object or array one level deep); the
     // rest is shared with the input event, which no step changes in place.
-    const payload = copyAlong(event.payload, [step.from, step.to]);
-    const value = getPath(payload, step.from);
-    if (value === undefined) return { ...event };
-    deletePath(payload, step.from);
+    const found = getPath(event.payload, step.from);
+    const value = Array.isArray(found) ? [...found] : typeof found === 'object' && found !== null ? { ...found } : found;
+    const rest = value === undefined ? undefined : withoutPath(event.payload, step.from);
+    if (value === undefined || rest === undefined) return { ...event };
+    const payload = copyAlong(rest, [step.to]);
     setPath(payload, step.to, value);
     return { ...event, payload };
   },
