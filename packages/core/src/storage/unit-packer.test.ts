@@ -10,7 +10,7 @@ const events = (n: number, seed: number): UnitEvent[] =>
     payload: { k, note: `event ${k} of unit ${seed}`, nested: { ok: k % 2 === 0 } },
     status: k % 7 === 0 ? 'dead_lettered' : 'delivered',
     attempts: 1 + (k % 3),
-    error: k % 7 === 0 ? { code: 'record_rejected', message: `no ${k}` } : null,
+    error: k % 7 === 0 ? { stage: 'destination', code: 'record_rejected', message: `no ${k}` } : null,
     dead_lettered_at: k % 7 === 0 ? '2026-01-01T00:00:00.000Z' : null,
   }));
 
