@@ -60,7 +60,7 @@ export {
 export { verifyWebhook, WebhookVerificationError } from './crypto/index.js';
 
 // Writing plugins: connectors and transform steps.
-export { defineConnector, defineTransform } from './plugin-api/index.js';
+export { defineConnector, defineTransform, payloadJson } from './plugin-api/index.js';
 export { Secret } from './plugin-api/index.js';
 export { ConnectorError } from './plugin-api/index.js';
 export { probeCheck } from './plugin-api/index.js';

@@ -1,3 +1,4 @@
+import { madePayloadJson } from '../plugin-api/index.js';
 import type { EventRow } from '../storage/index.js';
 import type { ItemResult } from './event-outcome.js';
 
@@ -22,6 +23,8 @@ export function eventRows(workspaceId: string, pipelineId: string, results: read
       type: r.event.type,
       occurred_at: r.event.occurredAt,
       payload: all || dead ? r.event.payload : null,
+      // The text the destination made of it, if it did (see payloadJson): the log's unit reuses it.
+      payload_json: all || dead ? madePayloadJson(r.event) : undefined,
       status: r.status,
       attempts: r.attempts,
       error: dead ? { stage: r.stage, code: r.code, message: r.message } : null,

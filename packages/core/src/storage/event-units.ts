@@ -18,8 +18,11 @@ import type { JsonObject } from '../plugin-api/index.js';
  * shares (`status`, `attempts`) is written once.
  */
 
-/** An event as a unit holds it: the public record's fields. */
-export type UnitEvent = Pick<EventRecord, 'id' | 'type' | 'occurred_at' | 'payload' | 'status' | 'attempts' | 'error' | 'dead_lettered_at'>;
+/**
+ * An event as a unit holds it: the public record's fields; and, when it was made already (by the
+ * destination, see `payloadJson`), the payload's JSON text, which the unit takes as it is.
+ */
+export type UnitEvent = Pick<EventRecord, 'id' | 'type' | 'occurred_at' | 'payload' | 'status' | 'attempts' | 'error' | 'dead_lettered_at'> & { payload_json?: string | undefined };
 
 /** The unit's body, version 1: columns, one entry per event, in log order. */
 interface UnitBody {
@@ -98,7 +101,12 @@ export function encodeUnit(events: readonly UnitEvent[]): EncodedUnit {
     for (let t = 0; t < types.length; t++) {
       if (counts[t]! * RARE_SHARE > n) continue;
       const copies: InlineEvents = [];
-      for (let k = 0; k < n; k++) if (typeOf[k] === t) copies.push([k, events[k]!]);
+      for (let k = 0; k < n; k++) {
+        if (typeOf[k] !== t) continue;
+        const e = events[k]!;
+        // The record's fields only: an event row also has bookkeeping, and the payload's text.
+        copies.push([k, { id: e.id, type: e.type, occurred_at: e.occurred_at, payload: e.payload, status: e.status, attempts: e.attempts, error: e.error, dead_lettered_at: e.dead_lettered_at }]);
+      }
       inline.set(types[t]!, JSON.stringify(copies));
     }
   }
@@ -116,7 +124,8 @@ function encodeBlock(events: readonly UnitEvent[], from: number, to: number): st
   const typeOf: number[] = new Array(n);
   const statuses: EventStatus[] = new Array(n);
   const attempts: number[] = new Array(n);
-  const payloads: Array<JsonObject | null> = new Array(n);
+  // Each payload's JSON, taken as made when the destination made it: spliced into the block's text.
+  const payloads: string[] = new Array(n);
   const errors: Array<[number, EventRecord['error'], string | null]> = [];
   let anyPayload = false;
   let oneStatus = true;
@@ -133,15 +142,20 @@ function encodeBlock(events: readonly UnitEvent[], from: number, to: number): st
     if (e.status !== statuses[0]) oneStatus = false;
     if (e.attempts !== attempts[0]) oneAttempts = false;
     if (e.error || e.dead_lettered_at) errors.push([k, e.error ?? null, e.dead_lettered_at ?? null]);
-    payloads[k] = e.payload;
-    if (e.payload !== null) anyPayload = true;
+    if (e.payload === null) {
+      payloads[k] = 'null';
+    } else {
+      payloads[k] = e.payload_json ?? JSON.stringify(e.payload);
+      anyPayload = true;
+    }
   }
   const types = [...typeIndex.keys()];
   const body: UnitBody = { v: 1, i: ids, y: types, o: times, s: oneStatus && n > 0 ? statuses[0]! : statuses, a: oneAttempts && n > 0 ? attempts[0]! : attempts };
   if (types.length > 1) body.t = typeOf;
   if (errors.length > 0) body.e = errors;
-  if (anyPayload) body.p = payloads;
-  return JSON.stringify(body);
+  const text = JSON.stringify(body);
+  // `p` last, as JSON.stringify would have written it: `{...,"p":[...]}`.
+  return anyPayload ? `${text.slice(0, -1)},"p":[${payloads.join(',')}]}` : text;
 }
 
 /**

@@ -16,6 +16,8 @@ export type EventRow = EventRecord & {
   updated_at: string;
   /** Where the log holds it: its unit and its index in the unit (set on what is read). */
   log?: EventPosition;
+  /** `JSON.stringify(payload)` when it was made already (by the destination): what is appended keeps this text. */
+  payload_json?: string | undefined;
 };
 
 /** An event's log position: its unit, and its index in the unit. */
