@@ -1,4 +1,4 @@
-import { ConnectorError, type Destination, type DestinationEvent, type JsonValue, type WriteResult } from '@ferry/core';
+import { ConnectorError, payloadJson, type Destination, type DestinationEvent, type JsonValue, type WriteResult } from '@ferry/core';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
@@ -95,18 +95,26 @@ function copyValue(value: string | null): string {
 
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
+/** JSON text as a COPY field: only backslashes need doubling (JSON.stringify escapes every control character). */
+function escapeJson(json: string): string {
+  return json.indexOf('\\') === -1 ? json : json.replaceAll('\\', '\\\\');
+}
+
 /**
  * One column's field of a COPY line, escaped, from an event: the column's source and encoder
  * resolved once per batch, not per value. JSON text needs only its backslashes doubled:
  * JSON.stringify writes every control character as an escape.
  */
 function copyField(source: ColumnSource, encoder: Encoder): (event: DestinationEvent) => string {
+  if (encoder === asJson && source.kind === 'payload') {
+    // The payload's text made once per event: the engine's event log takes the same text.
+    return (event) => escapeJson(payloadJson(event));
+  }
   if (encoder === asJson) {
     return (event) => {
       const value = columnValue(event, source);
       if (value === undefined) return '\\N';
-      const json = JSON.stringify(value);
-      return json.indexOf('\\') === -1 ? json : json.replaceAll('\\', '\\\\');
+      return escapeJson(JSON.stringify(value));
     };
   }
   switch (source.kind) {
