@@ -17,10 +17,12 @@ describe('encodeUnit', () => {
   it('takes a payload text made already as it is: the same unit as serializing the payload', () => {
     const plain = events(300);
     const withText = plain.map((e) => ({ ...e, payload_json: e.payload === null ? undefined : JSON.stringify(e.payload) }));
+    const some = plain.map((e, k) => (k % 3 === 0 ? e : withText[k]!));
     const a = encodeUnit(plain);
     const b = encodeUnit(withText);
     expect(b.blocks).toEqual(a.blocks);
     expect(b.inline).toEqual(a.inline);
+    expect(encodeUnit(some).blocks).toEqual(a.blocks);
     const decoded = new DecodedUnit(compressUnit(b));
     for (let k = 0; k < plain.length; k++) expect(decoded.event(k)).toEqual(plain[k]);
   });
