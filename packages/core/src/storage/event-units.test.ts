@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { DecodedUnit, encodeUnit, compressUnit, type UnitEvent } from './event-units.js';
+import { compressUnit, DecodedUnit, encodeUnit, eventKey, type UnitEvent } from './event-units.js';
 
 const events = (n: number): UnitEvent[] =>
   Array.from({ length: n }, (_, k) => ({
@@ -34,5 +35,19 @@ describe('encodeUnit', () => {
     expect(copies.map(([k]) => k)).toEqual([0, 40, 80, 120, 160]);
     expect(Object.keys(copies[1]![1]).sort()).toEqual(['attempts', 'dead_lettered_at', 'error', 'id', 'occurred_at', 'payload', 'status', 'type']);
     expect(copies[1]![1]).toEqual(events(200)[40]);
+  });
+});
+
+describe('eventKey', () => {
+  it('reads a ULID id by its first 11 characters, exactly as the pattern it was defined by decides, and anything else by its hash', () => {
+    const ulid = /^evt_[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
+    const ids = ['evt_01KDVDNBYG6YHW1T2NSCXX8F2W', 'evt_71KDVDNBYG6YHW1T2NSCXX8F2W', 'evt_81KDVDNBYG6YHW1T2NSCXX8F2W', 'evt_01KDVDNBYG6YHW1T2NSCXX8F2I', 'evt_01kdvdnbyg6yhw1t2nscxx8f2w', 'evt_01KDVDNBYG6YHW1T2NSCXX8F2', 'evt_01KDVDNBYG6YHW1T2NSCXX8F2WW', 'ev_001KDVDNBYG6YHW1T2NSCXX8F2W', 'evt_01KDVDNBYG6YHW1T2NSCXX8F2\u00e9', 'evt_00000000000000000000000002', 'order-42'];
+    for (const id of ids) {
+      const key = eventKey(id);
+      expect(Number.isSafeInteger(key)).toBe(true);
+      if (ulid.test(id)) expect(key).toBe(Number.parseInt([...id.slice(4, 15)].map((c) => '0123456789ABCDEFGHJKMNPQRSTVWXYZ'.indexOf(c).toString(32)).join(''), 32));
+      else expect(key).toBe(Number.parseInt(createHash('sha1').update(id).digest('hex').slice(0, 13), 16));
+    }
+    expect(ids.filter((id) => ulid.test(id))).toHaveLength(3);
   });
 });

@@ -281,12 +281,26 @@ function packUnit(pack) {
 }
 `;
 
-/** The ULID form of an event id: `evt_`, then 26 Crockford base-32 characters, the first one 0-7. */
-const ULID_ID = /^evt_[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-/** Each Crockford character's value, by character code. */
-const DIGIT = new Uint8Array(128);
+/** Each Crockford character's value, by character code; 255 for a character that is not one. */
+const DIGIT = new Uint8Array(128).fill(255);
 for (let v = 0; v < CROCKFORD.length; v++) DIGIT[CROCKFORD.charCodeAt(v)] = v;
+
+/**
+ * Whether `id` has the ULID form of an event id: `evt_`, then 26 Crockford base-32 characters
+ * (upper case), the first one 0-7. What `/^evt_[0-7][0-9A-HJKMNP-TV-Z]{25}$/` tests, at a third
+ * of its cost: it runs for every event appended.
+ */
+function isUlidId(id: string): boolean {
+  if (id.length !== 30 || !id.startsWith('evt_')) return false;
+  const first = id.charCodeAt(4);
+  if (first < 48 || first > 55) return false;
+  for (let k = 5; k < 30; k++) {
+    const c = id.charCodeAt(k);
+    if (c >= 128 || DIGIT[c] === 255) return false;
+  }
+  return true;
+}
 
 /**
  * The key an event id is found by (`event_keys`, or `keys` on Postgres): a 53-bit integer, exact
@@ -296,7 +310,7 @@ for (let v = 0; v < CROCKFORD.length; v++) DIGIT[CROCKFORD.charCodeAt(v)] = v;
  * ids may share a key: a lookup reads each unit that has the key and looks for the id itself.
  */
 export function eventKey(id: string): number {
-  if (ULID_ID.test(id)) {
+  if (isUlidId(id)) {
     let key = 0;
     for (let k = 4; k < 15; k++) key = key * 32 + DIGIT[id.charCodeAt(k)]!;
     return key;
