@@ -12,8 +12,9 @@
  *    the events, after a discarded warm-up of 10,000 events; the rounds' rates go to stderr.
  *  - `<dialect>: peak_rss_1m`: the peak RSS, in MB, of a process draining BENCH_PIPELINE_BACKLOG
  *    events (default 1,000,000) through one engine, sampled every 50 ms; `<dialect>: peak_rss_1m
- *    drain` is the events/s of that drain. The process runs Node with tsx, which compiles the
- *    sources in memory: about 170 MB of it is there before the first event (printed on stderr).
+ *    drain` is the events/s of that drain. The process runs plain Node on the packages' builds,
+ *    as `ferry serve` does (built first when missing or stale; this directory's two files are
+ *    transpiled for it); its RSS before the first event is printed on stderr. BENCH_PIPELINE_CASES (`throughput,rss`) picks the cases.
  *
  * Every case runs in a process of its own (case-child.ts, with the flags `npm run bench` gives
  * this one): the RSS is the case's alone, and its time is bounded from here, by a kill past the
@@ -27,10 +28,12 @@
  * On a SQLite file the engine commits on its writer thread (a second core) while the direct
  * writes run on the main thread, as an embedder's own code would: the ratio can pass 1.
  */
-import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { fork, spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { clearInterval, setInterval } from 'node:timers';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { startTestPostgres, type TestPostgres } from '@ferry/test-servers';
 import { emit } from '../emit.js';
 import type { CaseReport, DrainReport, ThroughputReport } from './case-child.js';
@@ -42,7 +45,16 @@ const BACKLOG = envCount('BENCH_PIPELINE_BACKLOG', 1_000_000);
 const WARMUP = 10_000;
 /** The flags `npm run bench` gives every benchmark, spelled out so a case gets them however this file was started. */
 const NODE_FLAGS = ['--import', 'tsx', '--conditions=ferry-source', '--expose-gc'];
+/**
+ * The peak-RSS case runs the engine as it ships: plain Node on the packages' builds (dist), as
+ * `ferry serve` does. tsx alone held 70 to 100 MB more (its loader thread, the sources it
+ * compiled in memory), so the case's two files are transpiled once, without it (see {@link builtChild}).
+ */
+const BUILT_FLAGS = ['--expose-gc'];
+/** Which cases run: `throughput`, `rss` (BENCH_PIPELINE_CASES, default both). */
+const CASES = (process.env.BENCH_PIPELINE_CASES ?? 'throughput,rss').split(',').filter(Boolean);
 const CASE_CHILD = fileURLToPath(new URL('./case-child.ts', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Start-up, migrations and shutdown of a case process, on top of its drains. */
 const CASE_OVERHEAD_MS = 60_000;
 
@@ -69,10 +81,33 @@ interface CaseRun<R extends CaseReport> {
 }
 
 /** Runs one case in its own process, killed past `budgetMs`, sampling its RSS every 50 ms. */
-function runCase<R extends CaseReport>(label: string, env: Record<string, string>, budgetMs: number): Promise<CaseRun<R>> {
+/**
+ * case-child.ts and drain.ts as plain JavaScript, for Node without tsx, in a directory under
+ * node_modules (where `@ferry/*` resolve to their builds, which are made first when missing or
+ * stale). Returns the case child's path.
+ */
+function builtChild(): string {
+  const built = spawnSync('npx', ['turbo', 'run', 'build', '--filter=@ferry/testing...', '--output-logs=errors-only'], {
+    cwd: ROOT,
+    stdio: ['ignore', 2, 2],
+    env: { ...process.env, TURBO_TELEMETRY_DISABLED: '1', TURBO_NO_UPDATE_NOTIFIER: '1', DO_NOT_TRACK: '1' },
+  });
+  if (built.status !== 0) throw new Error('building @ferry/testing and what it needs failed');
+  const out = join(ROOT, 'node_modules/.cache/ferry-bench-pipeline');
+  mkdirSync(out, { recursive: true });
+  for (const name of ['case-child', 'drain']) {
+    const source = readFileSync(fileURLToPath(new URL(`./${name}.ts`, import.meta.url)), 'utf8');
+    const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: false } });
+    writeFileSync(join(out, `${name}.js`), outputText);
+  }
+  writeFileSync(join(out, 'package.json'), '{ "type": "module" }\n');
+  return join(out, 'case-child.js');
+}
+
+function runCase<R extends CaseReport>(label: string, env: Record<string, string>, budgetMs: number, execArgv = NODE_FLAGS, childPath = CASE_CHILD): Promise<CaseRun<R>> {
   return new Promise((resolve, reject) => {
-    const child = fork(CASE_CHILD, [], {
-      execArgv: NODE_FLAGS,
+    const child = fork(childPath, [], {
+      execArgv,
       env: { ...process.env, BENCH_PIPELINE_BATCH: String(BATCH_SIZE), ...env },
       // stdout stays this process's: only it prints result lines. stderr shows a case's failure.
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
@@ -122,14 +157,14 @@ async function throughput(dialect: Dialect, urls?: { engine: string; direct: str
   emit('pipeline', `${dialect}: throughput`, report.events / report.pipelineSeconds, 'events/s', report.events / report.directSeconds);
 }
 
-/** The peak-RSS case of one dialect; `url` is its fresh Postgres database. */
-async function peakRss(dialect: Dialect, url?: string): Promise<void> {
+/** The peak-RSS case of one dialect, run by `child` (see {@link builtChild}); `url` is its fresh Postgres database. */
+async function peakRss(dialect: Dialect, child: string, url?: string): Promise<void> {
   const { report, sampledPeak } = await runCase<DrainReport>(`${dialect}: peak_rss_1m`, {
     BENCH_PIPELINE_CASE: 'drain',
     BENCH_PIPELINE_DIALECT: dialect,
     BENCH_PIPELINE_COUNT: String(BACKLOG),
     ...(url ? { BENCH_PIPELINE_URL: url } : {}),
-  }, drainDeadlineMs(BACKLOG) + CASE_OVERHEAD_MS);
+  }, drainDeadlineMs(BACKLOG) + CASE_OVERHEAD_MS, BUILT_FLAGS, child);
   // Without /proc there are no samples: the kernel's own high-water mark stands in for them.
   const peakMb = sampledPeak > 0 ? mb(sampledPeak) : report.kernelPeakMb;
   const { drain } = report;
@@ -145,11 +180,16 @@ async function peakRss(dialect: Dialect, url?: string): Promise<void> {
 let server: TestPostgres | undefined;
 try {
   console.error(`pipeline: ${EVENTS} events per throughput case, ${BACKLOG} for peak_rss_1m, batches of ${BATCH_SIZE}`);
-  await throughput('sqlite');
   server = await startTestPostgres();
-  await throughput('postgres', { engine: await server.createDatabase('pipeline'), direct: await server.createDatabase('direct') });
-  await peakRss('sqlite');
-  await peakRss('postgres', await server.createDatabase('backlog'));
+  if (CASES.includes('throughput')) {
+    await throughput('sqlite');
+    await throughput('postgres', { engine: await server.createDatabase('pipeline'), direct: await server.createDatabase('direct') });
+  }
+  if (CASES.includes('rss')) {
+    const child = builtChild();
+    await peakRss('sqlite', child);
+    await peakRss('postgres', child, await server.createDatabase('backlog'));
+  }
 } finally {
   await server?.stop();
 }
