@@ -1,14 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Writable, type Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { generateApiKey } from '@ferry/core/internal';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ListenError } from './listen-check.js';
 import { secretKeyPath } from './secret-key-file.js';
 import { startServer, type RunningServer } from './serve.js';
-import { parseServeSettings } from './settings.js';
+import { API_RATE_LIMIT_DEFAULTS, parseServeSettings } from './settings.js';
 
 const ROOT = resolve(fileURLToPath(import.meta.url), '../../../..');
 const MAIN = join(ROOT, 'packages/server/src/main.ts');
@@ -42,6 +44,9 @@ function addressIn(child: ChildProcess, stream: Readable, pattern: RegExp): Prom
     child.on('exit', () => fail(new Error(`server exited early: ${text}`)));
   });
 }
+
+/** How often a process said where it serves, in all it wrote. */
+const announcements = (text: string) => text.match(/(serving|listening) on http/g)?.length ?? 0;
 
 /** The server at `url` answers /healthz, then drains and exits 0 on SIGTERM. */
 async function answersThenStops(child: ChildProcess, url: string): Promise<void> {
@@ -158,6 +163,45 @@ describe('ferry serve (in process)', () => {
     });
   });
 
+  it('fails on a port in use before it opens storage or starts the engine, naming the address', async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const { port } = holder.address() as AddressInfo;
+    const filename = join(mkdtempSync(join(tmpdir(), 'ferry-server-')), 'f.db');
+    const logs = capture();
+    try {
+      const failure = await startServer(parseServeSettings(['--host', '127.0.0.1', '--port', String(port), '--database', filename], {}), { logDestination: logs.stream }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(failure).toBeInstanceOf(ListenError);
+      expect(failure).toMatchObject({ code: 'EADDRINUSE', message: expect.stringMatching(new RegExp(`^Cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`)) });
+    } finally {
+      await new Promise<void>((resolve) => holder.close(() => resolve()));
+    }
+    // No engine started and stopped, no database migrated, no key generated.
+    expect(logs.text()).toBe('');
+    expect(existsSync(filename)).toBe(false);
+    expect(existsSync(secretKeyPath(filename))).toBe(false);
+  });
+
+  it('applies the rate limits `ferry --help` gives as defaults when none is set', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-server-'));
+    server = await startServer(parseServeSettings(['--port', '0', '--database', join(dir, 'f.db'), '--log-level', 'silent'], {}));
+    const policy = (limit: string) => limit.replace(/^(\d+)\/(\d+)$/, 'q=$1;w=$2');
+    const key = await server.engine.apiKeys.create({ workspace: 'default', scopes: ['write'] });
+    const listed = await fetch(`${server.url}/v2/pipelines`, { headers: { authorization: `Bearer ${key.key}` } });
+    expect(listed.headers.get('ratelimit-policy')).toBe(`"default";${policy(API_RATE_LIMIT_DEFAULTS.api)}`);
+    const created = await fetch(`${server.url}/v2/connectors`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'webhook', direction: 'source', config: {} }),
+    });
+    const { id } = (await created.json()) as { id: string };
+    const ingest = await fetch(`${server.url}/v2/ingest/${id}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(ingest.headers.get('ratelimit-policy')).toBe(`"ingest";${policy(API_RATE_LIMIT_DEFAULTS.ingest)}`);
+  });
+
   it('answers what Fastify and Node would answer themselves as problem+json with X-Request-Id', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-server-'));
     server = await startServer(parseServeSettings(['--port', '0', '--database', join(dir, 'f.db'), '--log-level', 'silent'], {}));
@@ -209,21 +253,44 @@ describe('the ferry CLI (a real process)', () => {
     // a 2-core machine): a bound for a busy machine, not a measure of speed.
   }, 90_000);
 
-  it('serves until SIGTERM, then drains and exits 0', async () => {
+  it('serves until SIGTERM, then drains and exits 0; its log says where it listens, once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
     const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=ferry-source', MAIN, 'serve', '--port', '0'], {
       cwd: ROOT,
       env: { ...process.env, DATABASE_URL: join(dir, 'ferry.db') },
     });
-    const url = await addressIn(child, child.stderr, /serving on (http:\/\/\S+)/);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const url = await addressIn(child, child.stdout, /ferry listening on (http:\/\/[^"\s]+)/);
     await answersThenStops(child, url);
+    expect(announcements(stdout + stderr)).toBe(1);
+    expect(stderr).toBe('');
+  });
+
+  it('says where it serves on stderr, once, when its log level leaves that line out of the log', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
+    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=ferry-source', MAIN, 'serve', '--port', '0', '--log-level', 'warn'], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: join(dir, 'ferry.db') },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const url = await addressIn(child, child.stderr, /^ferry serving on (http:\/\/\S+)\n/);
+    await answersThenStops(child, url);
+    expect(announcements(stdout + stderr)).toBe(1);
+    expect(stderr).toBe(`ferry serving on ${url}\n`);
   });
 
   it('goes on serving when the reader of its output goes away, and still drains and exits 0 on SIGTERM', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
     // Its stderr is a pipe whose reader has gone (`true` reads nothing and exits), as with
-    // `ferry serve 2>&1 | head -1` once head has its line: every write there meets a closed
-    // pipe, starting with "ferry serving on". Its log (stdout) is read for the address.
+    // `ferry serve 2>&1 | head -1` once head has its line: every write there (a warning, the
+    // address when the log level leaves it out of the log) meets a closed pipe. Its log
+    // (stdout) is read for the address.
     const gone = spawn('true', [], { stdio: ['pipe', 'ignore', 'inherit'] });
     const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=ferry-source', MAIN, 'serve', '--port', '0'], {
       cwd: ROOT,
@@ -249,7 +316,7 @@ describe('the ferry CLI (a real process)', () => {
     const url = await new Promise<string>((done, fail) => {
       const read = (d: Buffer) => {
         output += d;
-        const m = /serving on (http:\/\/\S+)/.exec(output);
+        const m = /ferry listening on (http:\/\/[^"\s]+)/.exec(output);
         if (m) done(m[1]!);
       };
       child.stdout.on('data', read);

@@ -6,6 +6,7 @@ import { ferryConsolePlugin, ferryPlugin, ferryServerOptions } from '@ferry/fast
 import { problemResponse, standaloneProblem, type RequestLog } from '@ferry/http';
 import Fastify from 'fastify';
 import type { DestinationStream, Logger as PinoLogger } from 'pino';
+import { checkCanListen, listenError } from './listen-check.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
 import { serverPlugins } from './plugins.js';
@@ -46,9 +47,16 @@ const CONSOLE_PATH = '/console';
 /**
  * Starts the reference server (docs/operations.md): the engine on the configured storage with
  * every connector plugin, the /v2 API on Fastify, the console at `/console` (unless turned off),
- * `GET /healthz` and `GET /metrics`.
+ * `GET /healthz` and `GET /metrics`. It logs `ferry listening on <url>` once it listens.
+ *
+ * @throws a `ListenError` (listen-check.ts) when the address cannot be bound, naming it: checked
+ *   before storage is opened or the engine started, so a busy port costs nothing and changes
+ *   nothing.
  */
 export async function startServer(settings: ServerSettings, options: StartServerOptions = {}): Promise<RunningServer> {
+  // First, before the secret key file, the migrations or the engine: a port that is taken is
+  // the most common reason a second `ferry serve` cannot start.
+  await checkCanListen(settings.host, settings.port);
   const logger = createLogger(settings.logLevel, options.logDestination);
   const { key: secretKey, source } = resolveSecretKey(settings.database, settings.secretKey);
   if (source === 'generated') logger.warn({ file: `${settings.database.kind === 'sqlite' ? settings.database.filename : ''}.key` }, 'generated a secret key beside the database; back it up with the database');
@@ -119,8 +127,9 @@ export async function startServer(settings: ServerSettings, options: StartServer
   try {
     address = await app.listen({ port: settings.port, host: settings.host });
   } catch (error) {
+    // Taken since the check (another process was quicker): the same message as the check's.
     await engine.stop();
-    throw error;
+    throw listenError(error, settings.host, settings.port);
   }
   const port = (app.server.address() as { port: number }).port;
   logger.info(
