@@ -56,12 +56,12 @@ it('ferry serve --workers 2: three engines share the pipelines, a killed worker 
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
   const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
-  await until(() => /serving on http/.test(output), 'the API process serves');
+  await until(() => /ferry listening on http/.test(output), 'the API process serves');
   const listening = () => logLines(output).filter((l) => l.msg === 'ferry listening on ' + String(l.url) && l.role === 'worker');
   await until(() => listening().length === 2, 'both workers listen');
   const workerPids = () => logLines(output).filter((l) => l.msg === 'worker process started').map((l) => Number(l.pid));
   expect(workerPids()).toHaveLength(2);
-  const url = /serving on (http:\/\/\S+)/.exec(output)![1]!;
+  const url = /ferry listening on (http:\/\/[^"\s]+)/.exec(output)![1]!;
 
   const call = async (path: string, body: unknown) => {
     const res = await fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -3,45 +3,22 @@ import { parseArgs } from 'node:util';
 import { createEngine, generateSecretKey, isFerryError, silentLogger, type ApiKey, type Engine } from '@ferry/core';
 import { openStorage } from '@ferry/core/internal';
 import { resolveSecretKey } from './secret-key-file.js';
+import { COMMANDS_SECTION, helpText, isHelpTopic, KEY_COMMANDS, KEY_DEFAULTS, type HelpTopic } from './cli-help.js';
+import { ListenError } from './listen-check.js';
 import { startServer, storageOf } from './serve.js';
 import { parseDatabase, parseRateLimit, parseServeSettings, SettingsError } from './settings.js';
 import { serverPlugins } from './plugins.js';
+import { serverVersion } from './version.js';
 import { WORKER_PARENT_VARIABLE, WorkerProcesses, workerEnvironment } from './worker-processes.js';
 
-/** Each command's usage, printed by `ferry <command> --help` and in `ferry --help`. */
-const COMMAND_USAGE = {
-  serve: `  serve [--port N] [--host H] [--database URL|FILE] [--outbound-allow LIST] [--log-level L]
-        [--rate-limit N/S|off] [--ingest-rate-limit N/S|off] [--role all|api|worker]
-        [--retention-days N] [--workers N] [--instance-id ID] [--console on|off]
-                       serve the /v2 API (Fastify) and the console at /console
-                       until SIGTERM or SIGINT`,
-  migrate: `  migrate [--database URL|FILE]
-                       apply storage migrations and exit`,
-  keys: `  keys create [--workspace W] [--scopes a,b] [--name N] [--rate-limit N/S] [--database ...]
-                       create an API key; the key alone is the last line of output
-  keys list [--workspace W] [--database ...]
-                       list keys: id, name, scopes, created, last used (never the secret)
-  keys revoke <key id> [--workspace W] [--database ...]
-                       revoke a key at once`,
-  'secret-key': `  secret-key           print a new key-encryption key for FERRY_SECRET_KEY`,
-} as const;
-
-type Command = keyof typeof COMMAND_USAGE;
-
-const ENVIRONMENT = `Environment: FERRY_PORT, FERRY_HOST, DATABASE_URL, FERRY_SECRET_KEY, FERRY_BOOTSTRAP_API_KEY,
-FERRY_OUTBOUND_ALLOW, FERRY_LOG_LEVEL, FERRY_RATE_LIMIT, FERRY_INGEST_RATE_LIMIT, FERRY_ROLE,
-FERRY_RETENTION_DAYS, FERRY_WORKERS, FERRY_INSTANCE_ID (flags win). The database defaults to
-./ferry.db (SQLite); DATABASE_URL=postgres://... serves from Postgres.`;
-
-const USAGE = `Usage: ferry <command> [options]
-
-Commands:
-${Object.values(COMMAND_USAGE).join('\n')}
-
-${ENVIRONMENT}`;
-
-function commandUsage(command: Command): string {
-  return `Usage: ferry ${command === 'keys' ? 'keys <create|list|revoke>' : command} [options]\n\n${COMMAND_USAGE[command]}${command === 'secret-key' ? '' : `\n\n${ENVIRONMENT}`}`;
+/**
+ * The help topic a command line is about: `keys create` for `keys create --name ci`, the `keys`
+ * group for `keys` with no command of it (or an unknown one), undefined for an unknown command.
+ */
+function topicOf(words: readonly string[]): HelpTopic | undefined {
+  const [command, sub] = words;
+  if (command === 'keys' && sub !== undefined && (KEY_COMMANDS as readonly string[]).includes(sub)) return `keys ${sub}` as HelpTopic;
+  return command !== undefined && isHelpTopic(command) ? command : undefined;
 }
 
 /** `--help` or `-h` anywhere in a command's arguments asks for its usage (`help` only as a word of its own: `ferry help keys`). */
@@ -92,8 +69,8 @@ function keyLine(key: ApiKey): string {
 
 async function keys(args: string[], io: CliIo): Promise<number> {
   const [action, ...rest] = args;
-  if (action === 'help' || isHelp(action) || rest.some(isHelp)) {
-    io.out(commandUsage('keys'));
+  if (action === 'help') {
+    io.out(helpText(topicOf(['keys', ...rest]) ?? 'keys'));
     return 0;
   }
   const { values, positionals } = parseArgs({
@@ -102,14 +79,14 @@ async function keys(args: string[], io: CliIo): Promise<number> {
     allowPositionals: true,
     strict: true,
   });
-  const workspace = values.workspace ?? 'default';
+  const workspace = values.workspace ?? KEY_DEFAULTS.workspace;
   switch (action) {
     case 'create': {
       // A key's own limit replaces the server's default for it; `off` is not a key's to take.
       const limit = values['rate-limit'] === undefined ? undefined : parseRateLimit(values['rate-limit'], '--rate-limit');
       if (limit === false) throw new SettingsError('--rate-limit of a key must be <requests>/<seconds>; a key cannot turn the limit off.');
       return withEngine(values.database, async (engine) => {
-        const scopes = (values.scopes ?? 'write').split(',').map((s) => s.trim()).filter(Boolean);
+        const scopes = (values.scopes ?? KEY_DEFAULTS.scopes).split(',').map((s) => s.trim()).filter(Boolean);
         const created = await engine.apiKeys.create({
           workspace,
           scopes,
@@ -150,7 +127,11 @@ async function keys(args: string[], io: CliIo): Promise<number> {
 async function serve(args: string[], io: CliIo): Promise<number> {
   const settings = parseServeSettings(args, process.env);
   const server = await startServer(settings);
-  io.err(`ferry serving on ${server.url}`);
+  // The server's log already says `ferry listening on <url>`; saying it again here printed the
+  // address twice. Only when that line is not written (a log level above info) is it said here,
+  // so the address of `--port 0` is always known, once. A worker's address is the parent's
+  // business, not the reader's: it is in the log only.
+  if (!server.logger.isLevelEnabled('info') && process.env[WORKER_PARENT_VARIABLE] === undefined) io.err(`ferry serving on ${server.url}`);
   const workers = settings.workers > 0 ? new WorkerProcesses(settings.workers, { script: process.argv[1]!, execArgv: process.execArgv, env: workerEnvironment(settings, process.env, process.pid), instanceIdBase: settings.instanceId ?? randomUUID() }, server.logger) : undefined;
   workers?.start();
   return new Promise<number>((resolve) => {
@@ -181,9 +162,11 @@ async function serve(args: string[], io: CliIo): Promise<number> {
 /** Runs one CLI command; resolves the exit status. */
 export async function runCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
   const [command, ...args] = argv;
+  // The page a mistake in the command line points at: `keys create`'s for `keys create --colour red`.
+  const topic = topicOf(argv);
   try {
-    if (command !== undefined && command in COMMAND_USAGE && args.some(isHelp)) {
-      io.out(commandUsage(command as Command));
+    if (topic !== undefined && args.some(isHelp)) {
+      io.out(helpText(topic));
       return 0;
     }
     switch (command) {
@@ -202,22 +185,42 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo): Pr
         io.out(generateSecretKey());
         return 0;
       case undefined:
+        io.out(helpText());
+        return 2;
       case 'help':
       case '--help':
       case '-h': {
-        const topic = args[0];
-        io.out(command === 'help' && topic !== undefined && topic in COMMAND_USAGE ? commandUsage(topic as Command) : USAGE);
-        return command === undefined ? 2 : 0;
+        if (args.length === 0) {
+          io.out(helpText());
+          return 0;
+        }
+        const asked = topicOf(args);
+        if (asked === undefined) {
+          io.err(`ferry: there is no command ${JSON.stringify(args.join(' '))}.\n\n${COMMANDS_SECTION}`);
+          return 2;
+        }
+        io.out(helpText(asked));
+        return 0;
       }
+      // `-v` too: no command has an option of that name for it to be mistaken for.
+      case '--version':
+      case '-v':
+        io.out(serverVersion());
+        return 0;
       default:
-        io.err(`Unknown command ${JSON.stringify(command)}.\n\n${USAGE}`);
+        io.err(`ferry: unknown command ${JSON.stringify(command)}.\n\nUsage: ferry <command> [options]\n\n${COMMANDS_SECTION}\n\nRun \`ferry --help\` for every command's options.`);
         return 2;
     }
   } catch (error) {
     if (error instanceof SettingsError || (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || (error as { code?: string }).code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
-      const usage = command !== undefined && command in COMMAND_USAGE ? `\nRun \`ferry ${command} --help\` for its options.` : '';
+      const usage = topic !== undefined ? `\nRun \`ferry ${topic} --help\` for its options.` : '';
       io.err(`ferry: ${(error as Error).message}${error instanceof SettingsError ? '' : usage}`);
       return 2;
+    }
+    // Its message names the address and what to change: nothing to add, and no stack.
+    if (error instanceof ListenError) {
+      io.err(`ferry: ${error.message}`);
+      return 1;
     }
     if (isFerryError(error)) {
       const fields = error.errors ? ' ' + error.errors.map((e) => `${e.pointer}: ${e.detail}`).join('; ') : '';

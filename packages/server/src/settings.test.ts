@@ -2,7 +2,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generateApiKey } from '@ferry/core/internal';
-import { parseDatabase, parseServeSettings, SettingsError } from './settings.js';
+import { parseDatabase, parseServeSettings, SETTING_DEFAULTS, SettingsError } from './settings.js';
 
 describe('server settings', () => {
   it('defaults to SQLite in ./ferry.db on 127.0.0.1:8080, every limit at its default', () => {
@@ -18,6 +18,12 @@ describe('server settings', () => {
       workers: 0,
       console: true,
     });
+  });
+
+  it('applies the defaults it gives `ferry --help` to show', () => {
+    const settings = parseServeSettings([], {});
+    expect({ ...settings, console: settings.console ? 'on' : 'off', database: settings.database.kind === 'sqlite' ? settings.database.filename : '' }).toMatchObject(SETTING_DEFAULTS);
+    expect(parseDatabase(undefined)).toEqual({ kind: 'sqlite', filename: SETTING_DEFAULTS.database });
   });
 
   it('serves the console unless --console or FERRY_CONSOLE says off', () => {

@@ -48,6 +48,28 @@ export interface ServerSettings {
   console: boolean;
 }
 
+/**
+ * The defaults of the settings, where parsing applies them and where `ferry --help` reads them,
+ * so the help cannot drift from what the server does.
+ */
+export const SETTING_DEFAULTS = {
+  role: 'all',
+  port: 8080,
+  host: '127.0.0.1',
+  /** A SQLite file in the working folder; `migrate` and `keys` use it too. */
+  database: './ferry.db',
+  logLevel: 'info',
+  workers: 0,
+  console: 'on',
+} as const;
+
+/**
+ * The rate limits the API applies when neither a flag nor a variable sets one. They are the HTTP
+ * layer's own defaults (`@ferry/http`), which it does not export: spelled here for `--help`, and
+ * checked against the `RateLimit-Policy` a server answers by this package's tests.
+ */
+export const API_RATE_LIMIT_DEFAULTS = { api: '600/60', ingest: '6000/60' } as const;
+
 /** What an instance id may be spelled with: it names leases and appears in logs. */
 const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/;
 
@@ -60,6 +82,9 @@ export interface RateLimit {
   perSeconds: number;
 }
 
+/** The log levels `--log-level` and `FERRY_LOG_LEVEL` accept (pino's, and `silent`). */
+export const LOG_LEVELS: readonly string[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
 /** A setting that cannot be used; the CLI prints the message and exits with status 2. */
 export class SettingsError extends Error {
   constructor(message: string) {
@@ -68,15 +93,13 @@ export class SettingsError extends Error {
   }
 }
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
 /**
  * Reads `DATABASE_URL` (or `--database`): `postgres://...` for Postgres, anything else a SQLite
  * file, whose folder must exist (the file is created in it). `name` is the setting named in an
  * error: the flag when it was given, else the variable.
  */
 export function parseDatabase(value: string | undefined, name = 'DATABASE_URL'): DatabaseSetting {
-  const text = value === undefined || value.trim() === '' ? './ferry.db' : value.trim();
+  const text = value === undefined || value.trim() === '' ? SETTING_DEFAULTS.database : value.trim();
   if (/^postgres(ql)?:\/\//i.test(text)) return { kind: 'postgres', connectionString: text };
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) throw new SettingsError(`Unsupported database URL scheme in ${JSON.stringify(text.split('://')[0])}: use postgres:// or a SQLite file path.`);
   const filename = text.replace(/^sqlite:/i, '');
@@ -126,17 +149,17 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
     strict: true,
     allowPositionals: false,
   });
-  const portText = values.port ?? env.FERRY_PORT ?? '8080';
+  const portText = values.port ?? env.FERRY_PORT ?? String(SETTING_DEFAULTS.port);
   if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) throw new SettingsError(`The port must be 0 to 65535, not ${JSON.stringify(portText)}.`);
-  const logLevel = (values['log-level'] ?? env.FERRY_LOG_LEVEL ?? 'info').toLowerCase();
+  const logLevel = (values['log-level'] ?? env.FERRY_LOG_LEVEL ?? SETTING_DEFAULTS.logLevel).toLowerCase();
   if (!LOG_LEVELS.includes(logLevel)) throw new SettingsError(`The log level must be one of ${LOG_LEVELS.join(', ')}.`);
-  const role = (values.role ?? nonEmpty(env.FERRY_ROLE) ?? 'all').toLowerCase();
+  const role = (values.role ?? nonEmpty(env.FERRY_ROLE) ?? SETTING_DEFAULTS.role).toLowerCase();
   if (!(ROLES as readonly string[]).includes(role)) throw new SettingsError(`The role must be one of ${ROLES.join(', ')}, not ${JSON.stringify(role.slice(0, 40))}.`);
   const retention = nonEmpty(values['retention-days'] ?? env.FERRY_RETENTION_DAYS);
   if (retention !== undefined && !(/^\d{1,5}$/.test(retention) && Number(retention) >= 1)) {
     throw new SettingsError(`The retention must be a number of days from 1 to 99999, not ${JSON.stringify(retention.slice(0, 40))}.`);
   }
-  const workers = nonEmpty(values.workers ?? env.FERRY_WORKERS) ?? '0';
+  const workers = nonEmpty(values.workers ?? env.FERRY_WORKERS) ?? String(SETTING_DEFAULTS.workers);
   if (!/^\d{1,2}$/.test(workers) || Number(workers) > MAX_WORKERS) {
     throw new SettingsError(`${values.workers !== undefined ? '--workers' : 'FERRY_WORKERS'} must be a number of worker processes from 0 to ${MAX_WORKERS}, not ${JSON.stringify(workers.slice(0, 40))}.`);
   }
@@ -148,7 +171,7 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
       `${values['instance-id'] !== undefined ? '--instance-id' : 'FERRY_INSTANCE_ID'} must be 1 to ${maxIdLength} letters, digits, '.', '_', ':' or '-', starting with a letter or digit, not ${JSON.stringify(instanceId.slice(0, 40))}.`,
     );
   }
-  const consoleSetting = (nonEmpty(values.console ?? env.FERRY_CONSOLE) ?? 'on').toLowerCase();
+  const consoleSetting = (nonEmpty(values.console ?? env.FERRY_CONSOLE) ?? SETTING_DEFAULTS.console).toLowerCase();
   if (consoleSetting !== 'on' && consoleSetting !== 'off') {
     throw new SettingsError(`${values.console !== undefined ? '--console' : 'FERRY_CONSOLE'} must be on or off, not ${JSON.stringify(consoleSetting.slice(0, 40))}.`);
   }
@@ -157,7 +180,7 @@ export function parseServeSettings(args: readonly string[], env: NodeJS.ProcessE
   return {
     role: role as ServerRole,
     port: Number(portText),
-    host: values.host ?? env.FERRY_HOST ?? '127.0.0.1',
+    host: values.host ?? env.FERRY_HOST ?? SETTING_DEFAULTS.host,
     database: parseDatabase(values.database ?? env.DATABASE_URL, values.database !== undefined ? '--database' : 'DATABASE_URL'),
     secretKey: nonEmpty(env.FERRY_SECRET_KEY),
     bootstrapApiKey: parseBootstrapKey(nonEmpty(env.FERRY_BOOTSTRAP_API_KEY)),
