@@ -72,10 +72,12 @@ const KEY_NAMES: Record<string, readonly string[]> = {
 
 /**
  * What a TypeScript user on Node adds besides the packages and their peers: Node's types, which
- * the declarations use (`node:http`, `node:stream`), at the oldest Node the packages support
- * (`engines`: >=20.19).
+ * the declarations use (`node:http`, `node:stream`), for Node 22, the oldest line still
+ * maintained (20 ended in April 2026; the packages still run on it, `engines` >=20.19). Types
+ * for 20 no longer install beside the newest vitest (a peer of @ferry/testing), which asks for
+ * @types/node 22 or later.
  */
-const USER_ADDITIONS: Record<string, string> = { '@types/node': '^20.19.0' };
+const USER_ADDITIONS: Record<string, string> = { '@types/node': '^22.12.0' };
 
 /**
  * The packages of the dependency closure allowed to run something at install time, and why. A
