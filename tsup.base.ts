@@ -13,10 +13,14 @@ import type { Options } from 'tsup';
  * @param options - what this package adds or changes (`splitting`, ...).
  */
 export function packageBuild(entry: string[], options: Options = {}): Options {
+  // `FERRY_BUILD=run` (scripts/ensure-built.mjs, before `npm start`) builds only what running
+  // the server needs: ESM, no declarations (most of a build's time), no CommonJS. turbo.json
+  // names the variable, so the two builds never share a cache entry.
+  const runOnly = process.env.FERRY_BUILD === 'run';
   return {
     entry,
-    format: ['esm', 'cjs'],
-    dts: true,
+    format: runOnly ? ['esm'] : ['esm', 'cjs'],
+    dts: !runOnly,
     sourcemap: true,
     clean: true,
     target: 'node20',

@@ -35,7 +35,8 @@ if (needed.length > 0) {
     cwd: ROOT,
     // turbo's summary goes to stderr with the rest.
     stdio: ['ignore', 2, 2],
-    env: { ...process.env, TURBO_TELEMETRY_DISABLED: '1', TURBO_NO_UPDATE_NOTIFIER: '1', DO_NOT_TRACK: '1' },
+    // What running needs only (tsup.base.ts): ESM without declarations, a fraction of the full build.
+    env: { ...process.env, FERRY_BUILD: 'run', TURBO_TELEMETRY_DISABLED: '1', TURBO_NO_UPDATE_NOTIFIER: '1', DO_NOT_TRACK: '1' },
   });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
