@@ -1,9 +1,12 @@
 #!/usr/bin/env node
-// Runs a subset of the tests on the newer Node lines (22 and 24) next to the main run on the
-// Node the checkout was installed with (20), in the same checkout and the same node_modules.
+// Runs the tests on other Node lines than the one the checkout was installed with, in the same
+// checkout and the same node_modules.
 //
-//   node scripts/test-node-versions.mjs                 # the default subset on every version
-//   node scripts/test-node-versions.mjs --all           # the whole suite
+//   node scripts/test-node-versions.mjs --plan --json=F   # what `npm test` runs: the whole suite
+//                                                         # on Node 24 (results to F), then the
+//                                                         # subset on 22 and on this Node (20)
+//   node scripts/test-node-versions.mjs                 # the default subset on 22 and 24
+//   node scripts/test-node-versions.mjs --all           # the whole suite on 22 and 24
 //   node scripts/test-node-versions.mjs test/storage    # vitest filters of your own
 //   FERRY_NODE_VERSIONS=22.23.3 node scripts/test-node-versions.mjs   # runtime[:headers],...
 //
@@ -38,6 +41,12 @@ const WORK = join(ROOT, '.tmp/node-versions');
  */
 const VERSIONS = (process.env.FERRY_NODE_VERSIONS ?? '22.23.3,24.21.0:24.18.1').split(',').filter(Boolean);
 /**
+ * `--plan`, what `npm test` runs: the whole suite on the newest line, the one users run first
+ * (Node 20 ended in April 2026), then the subset on 22 and on the Node of the checkout (`current`).
+ */
+const PLAN_WHOLE = '24.21.0:24.18.1';
+const PLAN_SUBSET = ['22.23.3', 'current'];
+/**
  * The default subset, about half a minute of tests a version on an idle 2-core machine: what
  * depends on the Node version. better-sqlite3 itself (SQLite storage and its conformance suite,
  * in memory and on a WAL file), its writer thread (worker_threads), two engines in one process,
@@ -65,7 +74,15 @@ const BS3 = join(ROOT, 'node_modules/better-sqlite3');
 const JOBS = String(availableParallelism());
 
 const args = process.argv.slice(2);
-const filters = args.includes('--all') ? [] : args.length > 0 ? args : SUBSET;
+const plan = args.includes('--plan');
+/** Where `--plan` writes the whole run's results (vitest's JSON reporter), for `npm test`'s summary. */
+const jsonOut = args.find((a) => a.startsWith('--json='))?.slice('--json='.length);
+const own = args.filter((a) => a !== '--plan' && a !== '--all' && !a.startsWith('--json='));
+const filters = args.includes('--all') ? [] : own.length > 0 ? own : SUBSET;
+/** The runs: a Node spec (`version[:headers]`, or `current`), the vitest filters, and where its JSON goes. */
+const runs = plan
+  ? [{ spec: PLAN_WHOLE, filters: [], whole: true }, ...PLAN_SUBSET.map((spec) => ({ spec, filters: SUBSET, whole: false }))]
+  : VERSIONS.map((spec) => ({ spec, filters, whole: false }));
 
 function run(cmd, argv, options = {}) {
   const result = spawnSync(cmd, argv, { stdio: 'inherit', ...options });
@@ -171,21 +188,28 @@ async function withAbiLayout(fn) {
 const results = [];
 let seed = BS3;
 const nodes = [];
-for (const spec of VERSIONS) {
-  const [version, headers = version] = spec.split(':');
+for (const run of runs) {
+  if (run.spec === 'current') {
+    // The Node of the checkout: its own build of better-sqlite3, nothing to fetch.
+    nodes.push({ ...run, version: process.versions.node, nodeDir: dirname(dirname(process.execPath)) });
+    continue;
+  }
+  const [version, headers = version] = run.spec.split(':');
   const nodeDir = await step(`node ${version}: fetch`, () => fetchNode(version));
   const headersDir = headers === version ? nodeDir : await step(`node ${headers} (headers): fetch`, () => fetchNode(headers, true));
   seed = await step(`node ${version}: better-sqlite3${headers === version ? '' : ` (${headers} headers)`}`, () => buildBetterSqlite3(nodeDir, headersDir, seed));
-  nodes.push([version, nodeDir]);
+  nodes.push({ ...run, version, nodeDir });
 }
 
 await withAbiLayout(async () => {
-  for (const [version, nodeDir] of nodes) {
+  for (const { version, nodeDir, filters, whole } of nodes) {
     const env = { ...process.env, PATH: `${join(nodeDir, 'bin')}:${process.env.PATH}`, TURBO_TELEMETRY_DISABLED: '1', DO_NOT_TRACK: '1' };
-    const out = join(WORK, `vitest-${version}.json`);
+    const out = whole && jsonOut ? resolve(ROOT, jsonOut) : join(WORK, `vitest-${version}.json`);
     rmSync(out, { force: true });
     const started = performance.now();
-    const r = spawnSync(join(nodeDir, 'bin/node'), ['node_modules/vitest/vitest.mjs', 'run', '--reporter=dot', '--reporter=json', `--outputFile.json=${out}`, ...filters], { cwd: ROOT, stdio: 'inherit', env });
+    console.log(`\n== node ${version}: ${whole || filters.length === 0 ? 'the whole suite' : `the subset (${filters.length} paths)`}`);
+    const reporter = whole ? '--reporter=default' : '--reporter=dot';
+    const r = spawnSync(join(nodeDir, 'bin/node'), ['node_modules/vitest/vitest.mjs', 'run', reporter, '--reporter=json', `--outputFile.json=${out}`, ...filters], { cwd: ROOT, stdio: 'inherit', env });
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     const json = existsSync(out) ? JSON.parse(readFileSync(out, 'utf8')) : null;
     // A worker that crashes (a native abort) fails no test: its tests are only missing.

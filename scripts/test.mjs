@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The one command that runs every check: lint, typecheck, the package builds, then every test
 // (unit, storage on SQLite and on an embedded Postgres, cross-package, examples, the docs' code
-// blocks, the packed packages), then a subset again on Node 22 and 24. Nothing needs
+// blocks, the packed packages) on Node 24, then a subset again on Node 22 and 20. Nothing needs
 // to be installed by hand: `npm ci` brings the Postgres binaries and s3rver, the tests start
 // their own servers (or use DATABASE_URL when it is set), and this script installs librdkafka's
 // headers (Debian's librdkafka-dev, for the Kafka mock cluster) and Chromium (for the console's
@@ -32,10 +32,12 @@ const steps = [
   ['typecheck', ['npx', 'tsc', '-p', 'tsconfig.json']],
   ['typecheck (the console page)', ['npx', 'tsc', '-p', 'packages/console/tsconfig.app.json']],
   ['build', ['npx', 'turbo', 'run', 'build', '--output-logs=errors-only']],
-  ['tests', ['npx', 'vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${RESULTS}`, ...extra]],
-  // The engine, the HTTP layer, the server and SQLite storage again on Node 22 and 24, from the
-  // npm registry's Node builds (scripts/test-node-versions.mjs); skipped when tests are filtered.
-  ...(extra.length === 0 ? [['tests on Node 22 and 24', ['node', 'scripts/test-node-versions.mjs']]] : []),
+  // Every test on Node 24, then the engine, the HTTP layer, the server and SQLite storage again on
+  // Node 22 and on the Node of the checkout, 20 (scripts/test-node-versions.mjs: Node builds from
+  // the npm registry). Tests filtered by hand (`npm test -- <path>`) run once, on this Node.
+  extra.length === 0
+    ? ['tests: every one on Node 24, a subset on 22 and 20', ['node', 'scripts/test-node-versions.mjs', '--plan', `--json=${RESULTS}`]]
+    : ['tests', ['npx', 'vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${RESULTS}`, ...extra]],
 ];
 
 /**
