@@ -27,6 +27,12 @@ export interface ProcessorDeps {
    * send them twice. Every other event is decided afresh, with the steps of this attempt.
    */
   carried?: Array<ItemResult | undefined>;
+  /**
+   * The events handed to the destination's `prepare` ahead of this batch: when the first write
+   * is of exactly these events (the same objects, in order), it is given this very array, which
+   * is how the destination finds what it prepared.
+   */
+  prepared?: readonly DestinationEvent[];
 }
 
 /**
@@ -64,7 +70,7 @@ async function writeChunk(pending: { index: number; event: TransformEvent; attem
   let toWrite = pending;
   while (toWrite.length > 0) {
     round++;
-    const events: DestinationEvent[] = toWrite.map((p) => p.event);
+    const events: readonly DestinationEvent[] = round === 1 && deps.prepared && sameEvents(deps.prepared, toWrite) ? deps.prepared : toWrite.map((p) => p.event);
     const written = await inSpan('ferry.pipeline.write', { 'ferry.batch.records': events.length, 'ferry.write.round': round }, deps.trace, () => writeAll(events, deps, signal), writeFailure);
     const again: typeof toWrite = [];
     let retryableRefusal = false;
@@ -117,8 +123,15 @@ async function transformAll(
   }
 }
 
+/** Whether `prepared` holds exactly the events of `pending`, in order. */
+function sameEvents(prepared: readonly DestinationEvent[], pending: readonly { event: TransformEvent }[]): boolean {
+  if (prepared.length !== pending.length) return false;
+  for (let k = 0; k < prepared.length; k++) if (prepared[k] !== pending[k]!.event) return false;
+  return true;
+}
+
 /** One call of the destination's `write`, its failure of the whole batch as a {@link FlowError}. */
-async function writeAll(events: DestinationEvent[], deps: ProcessorDeps, signal: AbortSignal): Promise<WriteResult[]> {
+async function writeAll(events: readonly DestinationEvent[], deps: ProcessorDeps, signal: AbortSignal): Promise<WriteResult[]> {
   let written;
   try {
     written = await deps.destination.write(events, signal);

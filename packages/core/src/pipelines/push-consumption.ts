@@ -26,6 +26,8 @@ export interface PushHost<Written> {
   sourceStale(): boolean;
   /** Takes a batch through the steps and the destination. */
   write(batch: SourceBatch): Promise<Written>;
+  /** Prepares a batch handed over while the one before is written (see `PipelineFlow.prepareSoon`). */
+  prepare?(batch: SourceBatch): void;
   /** Commits a written batch behind the commit in flight, and makes it the commit in flight. */
   commitBehind(written: Promise<Written>, batch: SourceBatch): Promise<void>;
   /** The commit in flight, if any. */
@@ -75,6 +77,8 @@ export async function consumePushSource<Written>(host: PushHost<Written>): Promi
   const handler = (batch: SourceBatch): Promise<void> => {
     idle?.cancel();
     inFlight++;
+    // Handed over while the batch before is still written: prepared meanwhile.
+    if (inFlight > 1) host.prepare?.(batch);
     const prepared = written.then(async () => {
       if (!(await host.refresh(false))) {
         host.flow.end = host.stopSignal.aborted ? 'stopped' : 'inactive';

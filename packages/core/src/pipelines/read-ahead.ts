@@ -9,9 +9,13 @@ import type { Checkpoint, PullSource, SourceBatch } from '../plugin-api/index.js
 export class ReadAhead {
   private ahead: { reader: PullSource; from: string; max: number; promise: Promise<SourceBatch> } | undefined;
 
-  /** Starts reading up to `max` records after `from`. */
-  start(reader: PullSource, from: Checkpoint, max: number, signal: AbortSignal): void {
+  /**
+   * Starts reading up to `max` records after `from`; `onRead` is told of the batch once it is
+   * read (to prepare it while the batch before is written).
+   */
+  start(reader: PullSource, from: Checkpoint, max: number, signal: AbortSignal, onRead?: (batch: SourceBatch) => void): void {
     const promise = reader.read(from, max, signal);
+    if (onRead) promise.then(onRead, () => undefined);
     // Not awaited until the next step, which may never come (a pause, a stop): no unhandled rejection.
     promise.catch(() => undefined);
     this.ahead = { reader, from: JSON.stringify(from ?? null), max, promise };

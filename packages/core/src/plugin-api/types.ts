@@ -114,6 +114,14 @@ export type WriteResult = { ok: true } | { ok: false; error: ConnectorError };
  */
 export interface Destination {
   write(events: readonly DestinationEvent[], signal: AbortSignal): Promise<WriteResult[]>;
+  /**
+   * Optional: makes ahead of time what `write` will send for `events` (a COPY's text, a request
+   * body), while the batch before is still being written, so the destination does not wait for
+   * it. A hint, never a promise: `write` may be called later with this very array (then it may
+   * use what it made, looked up by the array), with another, or not at all. Must not throw,
+   * send anything or hold much beyond what a later `write` takes.
+   */
+  prepare?(events: readonly DestinationEvent[]): void;
   /** Releases connections. */
   close?(): Promise<void>;
 }
