@@ -184,22 +184,40 @@ async function copyInto(pool: pg.Pool, sql: string, data: Buffer): Promise<void>
  */
 export function postgresDestination(pool: pg.Pool, settings: DestinationSettings): Destination {
   let prepared: Promise<PreparedTable> | undefined;
+  /** The table once a write found it ready: what `prepare` builds COPY text for. */
+  let known: PreparedTable | undefined;
   const prepare = () => {
-    prepared ??= prepareTable(pool, settings).catch((error: unknown) => {
-      prepared = undefined; // an outage while preparing is tried again on the next write
-      throw error;
-    });
+    prepared ??= prepareTable(pool, settings).then(
+      (table) => (known = table),
+      (error: unknown) => {
+        prepared = undefined; // an outage while preparing is tried again on the next write
+        throw error;
+      },
+    );
     return prepared;
   };
+  /** COPY data made ahead by `prepare`, by the events array a later `write` is given. */
+  const copies = new WeakMap<readonly DestinationEvent[], Buffer>();
   // pg refuses a second end(); the engine may close on pause and again on stop.
   let closing: Promise<void> | undefined;
   /** Cleared when the table refused a COPY for a reason other than its rows. */
   let copying = true;
 
   return {
+    prepare(events) {
+      // Only a batch one COPY takes, for a table a write has already found taking COPYs.
+      if (!known?.copy || !copying || events.length === 0 || events.length > MAX_ROWS_PER_STATEMENT) return;
+      try {
+        copies.set(events, copyRows(events, settings, known.encoders));
+      } catch {
+        // The write makes it again, and fails there if it must.
+      }
+    },
     async write(events, signal) {
       const results: WriteResult[] = new Array<WriteResult>(events.length).fill(WRITTEN);
       if (events.length === 0) return results;
+      const made = copies.get(events);
+      copies.delete(events);
       let table: PreparedTable;
       try {
         table = await prepare();
@@ -211,7 +229,9 @@ export function postgresDestination(pool: pg.Pool, settings: DestinationSettings
         const chunk = events.slice(start, start + MAX_ROWS_PER_STATEMENT);
         if (copying && table.copy) {
           try {
-            await copyInto(pool, copySql(settings), copyRows(chunk, settings, table.encoders));
+            // Made by prepare() for this table's encoders, the one chunk of this write.
+            const data = made !== undefined && start === 0 && table === known ? made : copyRows(chunk, settings, table.encoders);
+            await copyInto(pool, copySql(settings), data);
             continue;
           } catch (error) {
             const classified = classifyError(error, 'destination');

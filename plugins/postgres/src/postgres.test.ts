@@ -183,6 +183,22 @@ describe('postgres destination', () => {
     expect((await admin.query(`SELECT id FROM dst_behind ORDER BY id`)).rows.map((r) => r.id)).toEqual(['evt_1', 'evt_2', 'evt_3']);
   });
 
+  it('writes what prepare made ahead, the same rows as without; a prepare before the first write makes nothing', async () => {
+    const tricky = { s: 'a\tb\nc\\d', n: 1.5, nested: { ok: true } };
+    const destination = await openDestination({ connection_string: url, table: 'dst_prepared', create_table: true });
+    const first = [event(1, tricky)];
+    destination.prepare!(first); // the table is not known before a write: nothing is made
+    expect((await destination.write(first, never)).every((r) => r.ok)).toBe(true);
+    const batch = [event(2, tricky), event(3, { other: 'x' }), event(4)];
+    destination.prepare!(batch);
+    expect((await destination.write(batch, never)).every((r) => r.ok)).toBe(true);
+    // Another array of the same events is written from its own text: a prepared array is found by identity.
+    destination.prepare!([event(5)]);
+    expect((await destination.write([event(5)], never)).every((r) => r.ok)).toBe(true);
+    const { rows } = await admin.query(`SELECT id, type, payload FROM dst_prepared ORDER BY id`);
+    expect(rows).toEqual([1, 2, 3, 4, 5].map((n) => ({ id: `evt_${n}`, type: event(n).type, payload: [1, 2].includes(n) ? tricky : n === 3 ? { other: 'x' } : event(n).payload })));
+  });
+
   it('rejects only the bad row, non-retryably, and lands the rest', async () => {
     await admin.query(`CREATE TABLE dst_checked (id text PRIMARY KEY, type text, occurred_at timestamptz, amount int NOT NULL CHECK (amount >= 0))`);
     const destination = await openDestination({ connection_string: url, table: 'dst_checked', columns: { amount: 'amount' } });
