@@ -14,17 +14,20 @@ describe('webhook config', () => {
   it('accepts a minimal source config and a full destination config', () => {
     expect(schemaErrors(plugin.configSchema, {})).toEqual([]);
     expect(validate({}, 'source')).toEqual([]);
-    const full = { signing_secret: secret, url: 'https://example.com/hook', batch_size: 1, concurrency: 32, headers: { Authorization: 'Bearer t0ken' }, timeout_ms: 1000 };
+    const full = { signing_secret: secret, url: 'https://example.com/hook', batch_size: 1, concurrency: 32, headers: { Authorization: 'Bearer t0ken' }, timeout_ms: 1000, retries: 10 };
     expect(schemaErrors(plugin.configSchema, full)).toEqual([]);
     expect(validate(full, 'destination')).toEqual([]);
     expect(validate(full, 'bidirectional')).toEqual([]);
   });
 
   it('refuses unknown fields and out-of-range numbers', () => {
-    const errors = schemaErrors(plugin.configSchema, { url: 'https://example.com', batch_size: 1001, concurrency: 33, timeout_ms: 999, extra: 1 });
+    const errors = schemaErrors(plugin.configSchema, { url: 'https://example.com', batch_size: 1001, concurrency: 33, timeout_ms: 999, retries: 11, extra: 1 });
     expect(errors.map((e) => [e.pointer, e.code])).toEqual(
-      expect.arrayContaining([['/batch_size', 'out_of_range'], ['/concurrency', 'out_of_range'], ['/timeout_ms', 'out_of_range'], ['/extra', 'unknown_field']]),
+      expect.arrayContaining([['/batch_size', 'out_of_range'], ['/concurrency', 'out_of_range'], ['/timeout_ms', 'out_of_range'], ['/retries', 'out_of_range'], ['/extra', 'unknown_field']]),
     );
+    expect(schemaErrors(plugin.configSchema, { retries: -1 }).map((e) => e.code)).toEqual(['out_of_range']);
+    expect(schemaErrors(plugin.configSchema, { retries: 0 })).toEqual([]);
+    expect(schemaErrors(plugin.configSchema, { retries: 1.5 }).length).toBeGreaterThan(0);
     expect(schemaErrors(plugin.configSchema, { batch_size: 0 }).map((e) => e.code)).toEqual(['out_of_range']);
     expect(schemaErrors(plugin.configSchema, { concurrency: 0 }).map((e) => e.code)).toEqual(['out_of_range']);
     expect(schemaErrors(plugin.configSchema, { concurrency: 2.5 }).length).toBeGreaterThan(0);

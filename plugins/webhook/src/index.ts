@@ -6,5 +6,5 @@
  * @packageDocumentation
  */
 export { webhook, WEBHOOK_PLUGIN_VERSION, type WebhookOptions, type WebhookConnector } from './webhook-connector.js';
-export { webhookConfigSchema, DEFAULT_BATCH_SIZE, DEFAULT_CONCURRENCY, MAX_CONCURRENCY, DEFAULT_TIMEOUT_MS, type WebhookConfig } from './config.js';
+export { webhookConfigSchema, DEFAULT_BATCH_SIZE, DEFAULT_CONCURRENCY, MAX_CONCURRENCY, DEFAULT_TIMEOUT_MS, DEFAULT_RETRIES, MAX_RETRIES, type WebhookConfig } from './config.js';
 export { MAX_RESPONSE_BYTES } from './config.js';

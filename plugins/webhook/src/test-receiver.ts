@@ -9,8 +9,11 @@ export interface ReceivedRequest {
   body: string;
 }
 
-/** What the receiver answers: a status (with headers), or `hang` to never answer. */
-export type Reply = { status: number; headers?: Record<string, string>; body?: string } | 'hang';
+/**
+ * What the receiver answers: a status (with headers), `hang` to never answer, or `drop` to
+ * close the connection without answering (the sender sees a broken connection).
+ */
+export type Reply = { status: number; headers?: Record<string, string>; body?: string } | 'hang' | 'drop';
 
 /** A real loopback HTTP receiver for the plugin's tests (port 0, 127.0.0.1). */
 export interface TestReceiver {
@@ -41,6 +44,10 @@ export async function startReceiver(): Promise<TestReceiver> {
           return;
         }
         hanging.delete(res);
+        if (reply === 'drop') {
+          res.socket?.destroy();
+          return;
+        }
         res.writeHead(reply.status, reply.headers).end(reply.body ?? '');
       };
       const reply = replyFn(received);
