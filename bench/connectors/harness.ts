@@ -4,7 +4,7 @@
  * wait. Each `*.bench.ts` here measures one plugin against its raw client.
  */
 import { join } from 'node:path';
-import { createEngine, generateSecretKey, sqliteStorage, type Engine, type FerryPlugin } from '@ferry/core';
+import { createEngine, generateSecretKey, sqliteStorage, type Engine, type FerryPlugin, type Logger } from '@ferry/core';
 import { memoryConnector, type MemoryHub, type MemoryRecordInput } from '@ferry/testing';
 
 /** Events per case (default 200,000). */
@@ -42,9 +42,14 @@ export async function until(check: () => boolean | Promise<boolean>, what: strin
   }
 }
 
-/** A started engine on a new SQLite file in `dir`, with the memory connector of `hub` and `plugins`. */
-export async function startEngine(hub: MemoryHub, dir: string, plugins: readonly FerryPlugin[]): Promise<Engine> {
+/**
+ * A started engine on a new SQLite file in `dir`, with the memory connector of `hub` and
+ * `plugins`; `logger` sees what the engine logs (default: nothing), for a bench that counts
+ * what the engine reports, such as its flows held.
+ */
+export async function startEngine(hub: MemoryHub, dir: string, plugins: readonly FerryPlugin[], logger?: Logger): Promise<Engine> {
   const engine = await createEngine({
+    ...(logger ? { logger } : {}),
     storage: sqliteStorage({ filename: join(dir, `ferry-${Math.random().toString(36).slice(2)}.db`) }),
     secretKey: generateSecretKey(),
     plugins: [memoryConnector(hub), ...plugins],
