@@ -90,7 +90,8 @@ function builtChild(): string {
   const built = spawnSync('npx', ['turbo', 'run', 'build', '--filter=@ferry/testing...', '--output-logs=errors-only'], {
     cwd: ROOT,
     stdio: ['ignore', 2, 2],
-    env: { ...process.env, TURBO_TELEMETRY_DISABLED: '1', TURBO_NO_UPDATE_NOTIFIER: '1', DO_NOT_TRACK: '1' },
+    // ESM without declarations: what running needs (tsup.base.ts).
+    env: { ...process.env, FERRY_BUILD: 'run', TURBO_TELEMETRY_DISABLED: '1', TURBO_NO_UPDATE_NOTIFIER: '1', DO_NOT_TRACK: '1' },
   });
   if (built.status !== 0) throw new Error('building @ferry/testing and what it needs failed');
   const out = join(ROOT, 'node_modules/.cache/ferry-bench-pipeline');
