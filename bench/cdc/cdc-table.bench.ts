@@ -39,7 +39,7 @@
  * The goal on this 2-core machine: the engine at least 0.95 of the hand-written pipeline's
  * changes/s, on both storages.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -52,6 +52,7 @@ import { createEngine, generateSecretKey, postgresStorage, sqliteStorage, type S
 import { postgres } from '@ferry/postgres';
 import { startTestPostgres } from '@ferry/test-servers';
 import { emit } from '../emit.js';
+import { serverCpuSeconds } from '../server-cpu.js';
 
 const ROWS = Number(process.env.BENCH_CDC_TABLE_ROWS ?? 200_000);
 const REPEAT = Math.max(1, Number(process.env.BENCH_CDC_TABLE_REPEAT ?? 3));
@@ -66,32 +67,6 @@ const log = (message: string) => console.error(`cdc-table bench: ${message}`);
 
 /** The postgres destination's default layout. */
 const landedSql = (table: string) => `CREATE TABLE ${table} (id text PRIMARY KEY, type text NOT NULL, occurred_at timestamptz NOT NULL, payload jsonb)`;
-
-/**
- * CPU seconds used so far by the processes named `postgres` (the server's backends and WAL
- * senders): on a 2-core machine the server and this process share the cores. Zero without /proc.
- */
-function serverCpuSeconds(): number {
-  let ticks = 0;
-  let pids: string[] = [];
-  try {
-    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
-  } catch {
-    return 0;
-  }
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const close = stat.lastIndexOf(')');
-      if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
-      const fields = stat.slice(close + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]); // utime and stime, in clock ticks
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return ticks / 100;
-}
 
 /** What a timed side used: wall time, this process's CPU, the server's CPU. */
 function meter() {

@@ -32,7 +32,7 @@
  * `postgres,sqlite,transforms,batch100,batch5000`) picks the engine cases. The issue's targets: the pass-through at least 0.8 of the bare copy's
  * rows/s, with three steps at least 0.6.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pipeline as streamPipeline } from 'node:stream/promises';
@@ -42,6 +42,7 @@ import { createEngine, generateSecretKey, postgresStorage, sqliteStorage, type S
 import { postgres } from '@ferry/postgres';
 import { startTestPostgres, type TestPostgres } from '@ferry/test-servers';
 import { emit } from '../emit.js';
+import { serverCpuSeconds } from '../server-cpu.js';
 
 const ROWS = Number(process.env.BENCH_POSTGRES_ROWS ?? 1_000_000);
 const BATCH = Number(process.env.BENCH_POSTGRES_BATCH ?? 1000);
@@ -65,34 +66,6 @@ const COPY_SELECT = `SELECT 'evt_' || lpad(id::text, 26, '0') AS id, 'row.copied
   json_build_object('id', id::text, 'note', note, 'amount', amount,
     'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::jsonb AS payload
   FROM source_rows ORDER BY id`;
-
-/**
- * CPU seconds used so far by the processes named `postgres` (the server's backends, for stderr):
- * on a 2-core machine the server and the engine share the cores, so this shows who is busy.
- * Zero where /proc is not there.
- */
-function serverCpuSeconds(): number {
-  let ticks = 0;
-  let pids: string[] = [];
-  try {
-    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
-  } catch {
-    return 0;
-  }
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const close = stat.lastIndexOf(')');
-      if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
-      const fields = stat.slice(close + 2).split(' ');
-      // utime and stime (fields 14 and 15 of stat; 12 and 13 after the name), in clock ticks.
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return ticks / 100;
-}
 
 async function landedCount(admin: pg.Pool): Promise<number> {
   return Number((await admin.query('SELECT count(*) AS n FROM landed')).rows[0].n);
