@@ -45,6 +45,32 @@ function addressIn(child: ChildProcess, stream: Readable, pattern: RegExp): Prom
   });
 }
 
+/**
+ * `ferry serve --port 0 ...args` from the sources, on a database of its own; its output is
+ * collected as it comes (`output()`), unless `stderr` is given (a stream it writes to instead).
+ */
+function serve(args: string[], stderr?: Writable): { child: ChildProcess; output(): { stdout: string; stderr: string } } {
+  const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
+  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=ferry-source', MAIN, 'serve', '--port', '0', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: join(dir, 'ferry.db') },
+    stdio: ['ignore', 'pipe', stderr ?? 'pipe'] as const,
+  });
+  const out = { stdout: '', stderr: '' };
+  child.stdout!.on('data', (d: Buffer) => (out.stdout += String(d)));
+  child.stderr?.on('data', (d: Buffer) => (out.stderr += String(d)));
+  return { child, output: () => out };
+}
+
+/** A port nothing listens on now, on 127.0.0.1. */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((done) => probe.listen(0, '127.0.0.1', done));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((done) => probe.close(done));
+  return port;
+}
+
 /** How often a process said where it serves, in all it wrote. */
 const announcements = (text: string) => text.match(/(serving|listening) on http/g)?.length ?? 0;
 
@@ -254,53 +280,36 @@ describe('the ferry CLI (a real process)', () => {
   }, 90_000);
 
   it('serves until SIGTERM, then drains and exits 0; its log says where it listens, once', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
-    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=ferry-source', MAIN, 'serve', '--port', '0'], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: join(dir, 'ferry.db') },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const url = await addressIn(child, child.stdout, /ferry listening on (http:\/\/[^"\s]+)/);
+    const { child, output } = serve([]);
+    const url = await addressIn(child, child.stdout!, /ferry listening on (http:\/\/[^"\s]+)/);
     await answersThenStops(child, url);
-    expect(announcements(stdout + stderr)).toBe(1);
-    expect(stderr).toBe('');
+    expect(announcements(output().stdout + output().stderr)).toBe(1);
+    expect(output().stderr).toBe('');
   });
 
   it('says where it serves on stderr, once, when its log level leaves that line out of the log', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
-    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=ferry-source', MAIN, 'serve', '--port', '0', '--log-level', 'warn'], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: join(dir, 'ferry.db') },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const url = await addressIn(child, child.stderr, /^ferry serving on (http:\/\/\S+)\n/);
+    const { child, output } = serve(['--log-level', 'warn']);
+    const url = await addressIn(child, child.stderr!, /^ferry serving on (http:\/\/\S+)\n/);
     await answersThenStops(child, url);
-    expect(announcements(stdout + stderr)).toBe(1);
-    expect(stderr).toBe(`ferry serving on ${url}\n`);
+    expect(announcements(output().stdout + output().stderr)).toBe(1);
+    expect(output().stderr).toBe(`ferry serving on ${url}\n`);
   });
 
   it('goes on serving when the reader of its output goes away, and still drains and exits 0 on SIGTERM', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
     // Its stderr is a pipe whose reader has gone (`true` reads nothing and exits), as with
-    // `ferry serve 2>&1 | head -1` once head has its line: every write there (a warning, the
-    // address when the log level leaves it out of the log) meets a closed pipe. Its log
-    // (stdout) is read for the address.
+    // `ferry serve 2>&1 | head -1` once head has its line: every write there meets a closed
+    // pipe. At the warn level the address is one such write (the log leaves it out), so the
+    // port is chosen here and the server found by polling it.
+    const port = await freePort();
     const gone = spawn('true', [], { stdio: ['pipe', 'ignore', 'inherit'] });
-    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=ferry-source', MAIN, 'serve', '--port', '0'], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: join(dir, 'ferry.db') },
-      stdio: ['ignore', 'pipe', gone.stdin],
-    });
-    gone.stdin.destroy();
-    // `true` is gone long before the server, which compiles its TypeScript first, writes a line.
-    await new Promise((done) => gone.on('exit', done));
-    const url = await addressIn(child, child.stdout!, /ferry listening on (http:\/\/[^"\s]+)/);
+    const { child } = serve(['--port', String(port), '--log-level', 'warn'], gone.stdin!);
+    gone.stdin!.destroy();
+    const url = `http://127.0.0.1:${port}`;
+    for (let i = 0; i < 600 && child.exitCode === null; i++) {
+      if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
+      await new Promise((done) => setTimeout(done, 100));
+    }
+    expect(child.exitCode).toBeNull();
     await answersThenStops(child, url);
   }, 60_000);
 
