@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startWebhookReceiver, type WebhookReceiver } from '@ferry/testing';
 import { launchChromium, SCREENSHOTS } from './chromium.js';
 import { ensureConsoleBuilt } from './console-assets-fresh.js';
+import { startDemoHost, type DemoHost } from './console-demo.js';
 import { startConsoleHost, type ConsoleHost } from './console-host.js';
 
 /**
@@ -114,6 +115,10 @@ describe('the console on Fastify', () => {
     await alert.waitFor();
     expect(await alert.textContent()).toContain('unauthenticated');
     expect(await alert.textContent()).toContain('HTTP 401');
+    // Where a key comes from: the installed command, and the one of a clone of the repository.
+    const help = (await page.locator('#api-key-help').textContent()) ?? '';
+    expect(help).toContain('ferry keys create --name console');
+    expect(help).toContain('npm run -s ferry -- keys create --name console');
     await shot(page, 'sign-in-wrong-key');
 
     // The right key: the pipelines, with the one created through the API.
@@ -327,6 +332,24 @@ describe('the console for every user', () => {
     // The events open newest first, as the API lists them with order=desc.
     const newestFirst = (await engine.events.list('default', pipeline.id, { order: 'desc' })).data.map((e) => e.id);
     expect(await page.locator('tr[data-event-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id')))).toEqual(newestFirst);
+
+    // The destination failed and recovered: healthy, with its last error greyed as history.
+    const warehouse = await engine.connectors.get('default', pipeline.destination_connector_id);
+    expect(warehouse.health).toBe('healthy');
+    expect(warehouse.last_error?.code).toBe('connection_refused');
+    await page.getByRole('link', { name: 'Connectors' }).click();
+    const warehouseRow = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: /warehouse/ }) });
+    const lastError = warehouseRow.locator('.last-error');
+    await lastError.waitFor();
+    expect(await lastError.textContent()).toMatch(/^recovered connection_refused .*healthy again since\)$/);
+    expect(await lastError.getAttribute('class')).not.toContain('error-text');
+    // One still down is red, as before.
+    hub.sink('out').down(60 * 60_000);
+    await page.getByRole('button', { name: 'Check warehouse' }).click();
+    await page.getByText(/Check of warehouse: down/).waitFor();
+    await page.getByRole('button', { name: 'Refresh the connectors' }).click();
+    await warehouseRow.locator('.last-error.error-text').waitFor();
+    expect(await lastError.textContent()).not.toContain('recovered');
     expect(watch.problems).toEqual([]);
     expect(watch.foreignRequests).toEqual([]);
   }, 60_000);
@@ -357,3 +380,378 @@ describe('the console for every user', () => {
   }, 60_000);
 });
 
+
+/** The ids of the event rows the page shows, top to bottom. */
+const shownEventIds = (page: Page) => page.locator('tr[data-event-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id')));
+
+describe('the console’s listings', () => {
+  it('opens events newest first and pages Older and Newer with the API’s cursors, back included, and reads again on Refresh', async () => {
+    const host = await startConsoleHost('fastify');
+    hosts.push(host);
+    const { engine, clock, hub } = host;
+    const pipeline = await ordersPipeline(host);
+    hub.sink('out').acceptAll();
+    for (let n = 0; n < 120; n++) hub.stream('in').push({ type: 'order.created', payload: { n } });
+    await eventually(clock, async () => (await engine.pipelines.stats('default', pipeline.id)).per_minute.reduce((n, m) => n + m.events_written, 0) === 120, 1000);
+    const pages: string[][] = [];
+    let cursor: string | undefined;
+    do {
+      const answer = await engine.events.list('default', pipeline.id, { limit: 50, order: 'desc', ...(cursor ? { cursor } : {}) });
+      pages.push(answer.data.map((e) => e.id));
+      cursor = answer.has_more ? (answer.next_cursor ?? undefined) : undefined;
+    } while (cursor);
+    expect(pages.map((p) => p.length)).toEqual([50, 50, 20]);
+
+    const { page, watch } = await openPage(host);
+    await signIn(page, host);
+    await page.goto(`${host.consoleUrl}/pipelines/${pipeline.id}`);
+    await page.locator('tr[data-event-id]').first().waitFor();
+    const pager = page.getByRole('navigation', { name: 'Pages' });
+    // The newest page first: Newer has nowhere to go.
+    expect(await shownEventIds(page)).toEqual(pages[0]);
+    expect(await pager.getByRole('button', { name: 'Newer' }).isDisabled()).toBe(true);
+    expect(await pager.textContent()).toContain('Page 1');
+
+    const showsPage = async (i: number) => {
+      await page.waitForFunction((first) => document.querySelector('tr[data-event-id]')?.getAttribute('data-event-id') === first, pages[i]![0]);
+      expect(await shownEventIds(page)).toEqual(pages[i]);
+      expect(await pager.textContent()).toContain(`Page ${i + 1}`);
+    };
+    await pager.getByRole('link', { name: 'Older' }).click();
+    await showsPage(1);
+    expect(new URL(page.url()).searchParams.get('cursor')).toBeTruthy();
+    await pager.getByRole('link', { name: 'Older' }).click();
+    await showsPage(2);
+    expect(await pager.getByRole('button', { name: 'Older' }).isDisabled()).toBe(true);
+    // Back: the cursor of the page before, remembered by the tab (a reload keeps it).
+    await pager.getByRole('link', { name: 'Newer' }).click();
+    await showsPage(1);
+    await page.reload();
+    await showsPage(1);
+    await pager.getByRole('link', { name: 'Newer' }).click();
+    await showsPage(0);
+    expect(new URL(page.url()).searchParams.get('cursor')).toBeNull();
+
+    // Refresh reads the listing now, without waiting for the next poll, and says when.
+    const updated = page.locator('.freshness');
+    expect(await updated.textContent()).toMatch(/Updated at \d\d:\d\d:\d\d UTC/);
+    hub.stream('in').push({ type: 'order.refunded', payload: { n: 120 } });
+    await eventually(clock, async () => (await engine.events.list('default', pipeline.id, { type: 'order.refunded' })).data.length === 1, 1000);
+    const reads: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes(`/v2/pipelines/${pipeline.id}/events`)) reads.push(r.url());
+    });
+    await page.getByRole('button', { name: 'Refresh the events' }).click();
+    await page.locator('tr[data-event-id]').first().getByText('order.refunded').waitFor({ timeout: 5_000 });
+    expect(reads.length).toBeGreaterThanOrEqual(1);
+    expect(watch.problems).toEqual([]);
+  }, 90_000);
+
+  it('lists a subscription’s deliveries newest first, with no date to type', async () => {
+    const host = await startConsoleHost('fastify');
+    hosts.push(host);
+    const { engine, clock } = host;
+    const receiver = await startWebhookReceiver({ clock });
+    receivers.push(receiver);
+    const subscription = await engine.webhooks.create('default', { url: receiver.url, events: ['pipeline.paused', 'pipeline.activated'], description: 'changes' });
+    const pipeline = await ordersPipeline(host);
+    for (let i = 0; i < 3; i++) {
+      await engine.pipelines.pause('default', pipeline.id);
+      await engine.pipelines.activate('default', pipeline.id);
+    }
+    await eventually(clock, async () => {
+      const all = (await engine.webhooks.listDeliveries('default', subscription.id)).data;
+      return all.length >= 6 && all.every((d) => d.status === 'delivered');
+    }, 1000);
+    const newestFirst = (await engine.webhooks.listDeliveries('default', subscription.id, { order: 'desc' })).data.map((d) => d.id);
+    const { page } = await openPage(host);
+    await signIn(page, host);
+    await page.goto(`${host.consoleUrl}/webhooks/${subscription.id}`);
+    await page.locator('tr[data-delivery-id]').first().waitFor();
+    expect(await page.locator('tr[data-delivery-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-delivery-id')))).toEqual(newestFirst);
+    expect(await page.locator('main').textContent()).not.toMatch(/Oldest first|Narrow with a time/);
+    expect(await page.getByText('Newest first, by when each delivery was made.').count()).toBe(1);
+  }, 60_000);
+
+  it('shows the URL’s filters in the form, offers to clear them only when one is set, and says what a replay does to the counts', async () => {
+    const host = await startConsoleHost('fastify');
+    hosts.push(host);
+    const { engine, clock, hub } = host;
+    const pipeline = await ordersPipeline(host);
+    for (let n = 0; n < 8; n++) hub.stream('in').push({ type: n % 2 ? 'order.updated' : 'order.created', payload: { n } });
+    await eventually(clock, async () => (await engine.events.list('default', pipeline.id)).data.length === 8, 1000);
+    const dead = (await engine.events.list('default', pipeline.id, { status: 'dead_lettered' })).data[0]!;
+    const { page, watch } = await openPage(host);
+    await signIn(page, host);
+
+    // The pipelines list links its dead-lettered count to the filtered listing: the form shows the filter.
+    await page.getByRole('row').filter({ has: page.getByRole('link', { name: 'orders' }) }).getByRole('link', { name: '1' }).click();
+    await page.waitForURL(/status=dead_lettered/);
+    await page.locator(`tr[data-event-id="${dead.id}"]`).waitFor();
+    expect(await page.getByLabel('Status').inputValue()).toBe('dead_lettered');
+    expect(await page.locator('.filter-state').textContent()).toContain('Showing events with status dead lettered');
+
+    // Replayed and delivered: nothing matches any more, and the page says which filter hides the rest.
+    hub.sink('out').acceptAll();
+    await page.getByRole('button', { name: `Show event ${dead.id}` }).click();
+    await page.getByRole('button', { name: 'Replay this event' }).click();
+    await eventually(clock, async () => (await engine.events.get('default', dead.id)).status === 'delivered', 1000);
+    const empty = page.locator('.empty');
+    await empty.getByText('No events match the filters.').waitFor();
+    expect(await empty.textContent()).toContain('None with status dead lettered');
+    // The replay is delivered but is not a batch: the chart and runs do not count it, and say so.
+    expect(await page.locator('.chart-note').textContent()).toContain('A replayed dead letter is not a batch');
+    await empty.getByRole('link', { name: 'Clear the filters' }).click();
+    await page.waitForURL((url) => !url.search.includes('status'));
+    await page.locator(`tr[data-event-id="${dead.id}"]`).getByText('delivered').waitFor();
+    expect(await page.getByLabel('Status').inputValue()).toBe('');
+    // Back to the filtered address: the form follows the URL again.
+    await page.goBack();
+    await page.waitForURL(/status=dead_lettered/);
+    await empty.waitFor();
+    expect(await page.getByLabel('Status').inputValue()).toBe('dead_lettered');
+    // Typed but not applied, a field keeps what the user typed through the page's polls.
+    await page.getByLabel('Type').fill('order.updated');
+    await page.getByRole('button', { name: 'Refresh the events' }).click();
+    await page.waitForTimeout(300);
+    expect(await page.getByLabel('Type').inputValue()).toBe('order.updated');
+
+    // A pipeline with no events and no filter: nothing to clear.
+    const draft = await engine.pipelines.create('default', { name: 'quiet', source_connector_id: pipeline.source_connector_id, destination_connector_id: pipeline.destination_connector_id });
+    await page.goto(`${host.consoleUrl}/pipelines/${draft.id}`);
+    await page.getByText('No events yet.').waitFor();
+    expect(await page.getByText('Clear the filters').count()).toBe(0);
+    expect(watch.problems).toEqual([]);
+  }, 60_000);
+
+  it('draws Written dashed over Read, both visible, and says in the legend when they are equal', async () => {
+    const host = await startConsoleHost('fastify');
+    hosts.push(host);
+    const { engine, clock, hub } = host;
+    const source = await engine.connectors.create('default', { name: 'in', type: 'memory', direction: 'source', config: { name: 'in' } });
+    const destination = await engine.connectors.create('default', { name: 'out', type: 'memory', direction: 'destination', config: { name: 'out' } });
+    // A flush a second: the clock moves minutes at a time, firing each flush timer on its way.
+    const pipeline = await engine.pipelines.create('default', { name: 'clean', source_connector_id: source.id, destination_connector_id: destination.id, activate: true, batch_size: 100, flush_interval_ms: 1000 });
+    let pushed = 0;
+    for (let minute = 0; minute < 4; minute++) {
+      for (let n = 0; n < 5 + 3 * minute; n++, pushed++) hub.stream('in').push({ type: 'tick', payload: { n } });
+      await clock.advance(60_000);
+    }
+    await eventually(clock, async () => (await engine.pipelines.stats('default', pipeline.id)).per_minute.reduce((n, m) => n + m.events_written, 0) === pushed, 1000);
+    const { page } = await openPage(host);
+    await signIn(page, host);
+    await page.goto(`${host.consoleUrl}/pipelines/${pipeline.id}`);
+    const legend = page.locator('.chart-legend');
+    await legend.getByText('(equal to Read in every minute)').waitFor();
+    expect(await page.locator('.chart[role="img"]').first().getAttribute('aria-label')).toContain('Written equals read in every minute.');
+    expect(await legend.locator('.swatch-events_written').evaluate((e) => getComputedStyle(e).borderTopStyle)).toBe('dashed');
+    // Both colours are on the canvas: the blue of Read shows between the green dashes of Written.
+    await page.waitForTimeout(200);
+    const colours = await page.locator('.chart:not(.chart-compact) canvas').evaluate((canvas: HTMLCanvasElement) => {
+      const { data } = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height);
+      const near = (i: number, [r, g, b]: number[]) => Math.abs(data[i]! - r!) < 40 && Math.abs(data[i + 1]! - g!) < 40 && Math.abs(data[i + 2]! - b!) < 40 && data[i + 3]! > 200;
+      let read = 0;
+      let written = 0;
+      for (let i = 0; i < data.length; i += 4) {
+        if (near(i, [31, 95, 191])) read++;
+        if (near(i, [31, 122, 77])) written++;
+      }
+      return { read, written };
+    });
+    expect(colours.read).toBeGreaterThan(30);
+    expect(colours.written).toBeGreaterThan(30);
+    await shot(page, 'chart-written-equals-read');
+
+    // With a dead letter, Written is below Read in a minute: no such word.
+    const ordersIn = await engine.connectors.create('default', { name: 'orders-in', type: 'memory', direction: 'source', config: { name: 'orders' } });
+    const warehouse = await engine.connectors.create('default', { name: 'warehouse', type: 'memory', direction: 'destination', config: { name: 'warehouse' } });
+    hub.sink('warehouse').reject((e) => (e.payload as { n: number }).n === 3);
+    const orders = await engine.pipelines.create('default', { name: 'orders', source_connector_id: ordersIn.id, destination_connector_id: warehouse.id, activate: true, batch_size: 100, flush_interval_ms: 10 });
+    for (let n = 0; n < 5; n++) hub.stream('orders').push({ type: 'order.created', payload: { n } });
+    await eventually(clock, async () => (await engine.events.list('default', orders.id)).data.length === 5, 1000);
+    await page.goto(`${host.consoleUrl}/pipelines/${orders.id}`);
+    await page.locator('tr[data-event-id]').first().waitFor();
+    expect(await legend.textContent()).not.toContain('equal to Read');
+  }, 60_000);
+});
+
+describe('the console’s look-up by id', () => {
+  it('opens an event of any pipeline from the search box, replays it there, and says what it cannot open', async () => {
+    const host = await startConsoleHost('fastify');
+    hosts.push(host);
+    const { engine, clock, hub } = host;
+    const pipeline = await ordersPipeline(host);
+    for (let n = 0; n < 5; n++) hub.stream('in').push({ type: 'order.created', payload: { n, total: n * 10 } });
+    await eventually(clock, async () => (await engine.events.list('default', pipeline.id)).data.length === 5, 1000);
+    const dead = (await engine.events.list('default', pipeline.id, { status: 'dead_lettered' })).data[0]!;
+    const { page, watch } = await openPage(host);
+    await signIn(page, host);
+
+    const find = page.getByRole('search');
+    await find.getByLabel('Find an event by id').fill(` ${dead.id} `);
+    await find.getByRole('button', { name: 'Find' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Event order.created' }).waitFor();
+    expect(page.url()).toBe(`${host.consoleUrl}/events/${dead.id}`);
+    expect(await page.getByLabel(`Payload of event ${dead.id}`).textContent()).toContain('"total": 30');
+    expect(await page.locator('.facts').textContent()).toMatch(/dead lettered/);
+    await page.getByRole('link', { name: 'orders' }).waitFor();
+    hub.sink('out').acceptAll();
+    await page.getByRole('button', { name: 'Replay this event' }).click();
+    await page.getByText(`Event ${dead.id} is being replayed.`).waitFor();
+    await eventually(clock, async () => (await engine.events.get('default', dead.id)).status === 'delivered', 1000);
+    await page.locator('.facts').getByText('delivered').waitFor();
+    await shot(page, 'event');
+
+    // An id no event has: the API's 404, and what such an id may be.
+    await find.getByLabel('Find an event by id').fill('evt_01ARZ3NDEKTSV4RRFFQ69G5FAV');
+    await find.getByRole('button', { name: 'Find' }).click();
+    await page.getByRole('alert').getByText('not_found').waitFor();
+    await page.getByText('The ids an ingest answers name the records it stored').waitFor();
+    // A delivery's id: the API finds deliveries under their subscription only, and the page says so.
+    await find.getByLabel('Find an event by id').fill('dlv_01ARZ3NDEKTSV4RRFFQ69G5FAV');
+    await find.getByRole('button', { name: 'Find' }).click();
+    await page.getByText('the API finds a delivery under its subscription only').waitFor();
+    // A pipeline's id opens the pipeline.
+    await find.getByLabel('Find an event by id').fill(pipeline.id);
+    await find.getByRole('button', { name: 'Find' }).click();
+    await page.getByRole('heading', { level: 1, name: 'orders' }).waitFor();
+    // The events listing links each event to its page.
+    await page.getByRole('link', { name: dead.id }).click();
+    await page.getByRole('heading', { level: 1, name: 'Event order.created' }).waitFor();
+    expect(watch.problems).toEqual([]);
+  }, 60_000);
+});
+
+/**
+ * Where the pictures of every view go: docs/images when FERRY_CONSOLE_PICTURES is set (to draw
+ * the documentation's pictures again), else beside the other screenshots, so that an ordinary
+ * run of the tests leaves the repository as it was.
+ */
+const PICTURES = process.env.FERRY_CONSOLE_PICTURES ? join(process.cwd(), 'docs', 'images') : SCREENSHOTS;
+
+/** The tallest picture, in CSS pixels: a long listing is cut, its top is what a reader needs. */
+const PICTURE_HEIGHT: Record<number, number> = { 1280: 1500, 390: 2600 };
+
+/**
+ * What a view must not do at any width: widen the page, clip a table's column (its box would
+ * scroll), wrap a chip or cut one without its whole text in the tooltip, break a time, or break
+ * a URL or an event type anywhere but at a separator.
+ */
+async function layoutFaults(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const faults: string[] = [];
+    const root = document.documentElement;
+    if (root.scrollWidth > root.clientWidth) faults.push(`the page scrolls sideways by ${root.scrollWidth - root.clientWidth} px`);
+    for (const box of document.querySelectorAll('.table-wrap')) if (box.scrollWidth > box.clientWidth) faults.push(`a table is clipped by ${box.scrollWidth - box.clientWidth} px`);
+    for (const chip of document.querySelectorAll<HTMLElement>('.chip')) {
+      const style = getComputedStyle(chip);
+      if (style.whiteSpace !== 'nowrap' || chip.getClientRects().length > 1 || chip.getBoundingClientRect().height > parseFloat(style.lineHeight || '20') * 1.6 + 4) faults.push(`chip ${chip.textContent} takes more than a line`);
+      if (chip.scrollWidth > chip.clientWidth && chip.title !== chip.textContent) faults.push(`chip ${chip.textContent} is cut without its tooltip`);
+    }
+    for (const time of document.querySelectorAll<HTMLElement>('time')) if (time.getClientRects().length > 1) faults.push(`time ${time.textContent} is broken across lines`);
+    for (const url of document.querySelectorAll<HTMLElement>('.url, .event-type')) {
+      const text = url.textContent ?? '';
+      const walker = document.createTreeWalker(url, NodeFilter.SHOW_TEXT);
+      const chars: Array<[Text, number]> = [];
+      for (let node = walker.nextNode() as Text | null; node; node = walker.nextNode() as Text | null) for (let i = 0; i < node.data.length; i++) chars.push([node, i]);
+      let top: number | undefined;
+      chars.forEach(([node, i], k) => {
+        const range = document.createRange();
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const at = range.getClientRects()[0]?.top;
+        if (at === undefined) return;
+        if (top !== undefined && at > top + 2 && !('/.&=-_:,;~'.includes(text[k - 1]!) || '?#'.includes(text[k]!))) faults.push(`${text} broken inside a word: ${text.slice(0, k)}|${text.slice(k)}`);
+        top = at;
+      });
+    }
+    return faults;
+  });
+}
+
+describe('the console’s pictures', () => {
+  let demo: DemoHost | undefined;
+  afterEach(async () => {
+    await demo?.close();
+    demo = undefined;
+  });
+
+  it('draws every view at 1280 and at 390 pixels wide from a real server, nothing clipped, no chip wrapped, no word of a URL broken', async () => {
+    demo = await startDemoHost();
+    const { host, ids } = demo;
+    const retrying = (await host.engine.webhooks.listDeliveries('default', ids.alerts, { status: 'retrying', order: 'desc' })).data[0];
+    const views: Array<{ name: string; open: (page: Page) => Promise<void> }> = [
+      { name: 'pipelines', open: async (page) => (await page.goto(`${host.consoleUrl}/pipelines`), await page.getByRole('link', { name: 'orders-to-warehouse' }).waitFor()) },
+      { name: 'pipeline', open: async (page) => (await page.goto(`${host.consoleUrl}/pipelines/${ids.orders}`), await page.locator('tr[data-event-id]').first().waitFor()) },
+      {
+        name: 'pipeline-dead-letters',
+        open: async (page) => {
+          await page.goto(`${host.consoleUrl}/pipelines/${ids.orders}?status=dead_lettered`);
+          await page.getByRole('button', { name: /^Show event / }).first().click();
+          await page.getByRole('button', { name: 'Replay this event' }).first().waitFor();
+        },
+      },
+      { name: 'runs', open: async (page) => (await page.goto(`${host.consoleUrl}/pipelines/${ids.orders}/runs`), await page.getByText('schedule').first().waitFor()) },
+      { name: 'held', open: async (page) => (await page.goto(`${host.consoleUrl}/pipelines/${ids.invoices}`), await page.getByRole('status', { name: 'Held' }).waitFor()) },
+      { name: 'event', open: async (page) => (await page.goto(`${host.consoleUrl}/events/${ids.deadLetter}`), await page.getByRole('button', { name: 'Replay this event' }).waitFor()) },
+      { name: 'connectors', open: async (page) => (await page.goto(`${host.consoleUrl}/connectors`), await page.getByRole('button', { name: 'Check warehouse' }).waitFor()) },
+      {
+        name: 'connector-config',
+        open: async (page) => {
+          await page.goto(`${host.consoleUrl}/connectors`);
+          await page.getByRole('button', { name: 'Config of lake' }).click();
+          await page.getByLabel('Config of lake').waitFor();
+        },
+      },
+      { name: 'webhooks', open: async (page) => (await page.goto(`${host.consoleUrl}/webhooks`), await page.getByText('data-platform alerts').waitFor()) },
+      {
+        name: 'webhook-deliveries',
+        open: async (page) => {
+          await page.goto(`${host.consoleUrl}/webhooks/${ids.alerts}`);
+          await page.locator('tr[data-delivery-id]').first().waitFor();
+          if (retrying) {
+            await page.getByRole('button', { name: `Attempts of delivery ${retrying.id}` }).click();
+            await page.locator(`#delivery-${retrying.id} table`).waitFor();
+          }
+        },
+      },
+    ];
+    for (const width of [1280, 390]) {
+      const { page, watch } = await openPage(host, { width, height: width === 1280 ? 800 : 844 });
+      const picture = async (name: string) => {
+        // The sparklines and the chart are drawn on the next frame after their data.
+        await page.waitForTimeout(300);
+        const height = Math.min(PICTURE_HEIGHT[width]!, await page.evaluate(() => document.documentElement.scrollHeight));
+        await page.screenshot({ path: join(PICTURES, `console-${name}-${width}.png`), fullPage: true, clip: { x: 0, y: 0, width, height } });
+      };
+      await page.goto(`${host.consoleUrl}/`);
+      await page.getByLabel('API key').waitFor();
+      expect(await layoutFaults(page), `sign-in at ${width}`).toEqual([]);
+      await picture('sign-in');
+      await signIn(page, host);
+      for (const view of views) {
+        await view.open(page);
+        expect(await layoutFaults(page), `${view.name} at ${width}`).toEqual([]);
+        await picture(view.name);
+      }
+      if (width === 390) {
+        // A phone: every column of a pipeline is on screen, its actions included.
+        await page.goto(`${host.consoleUrl}/pipelines`);
+        const pause = page.getByRole('button', { name: 'Pause orders-to-warehouse' });
+        await pause.waitFor();
+        const box = (await pause.boundingBox())!;
+        expect(box.x + box.width).toBeLessThanOrEqual(390);
+        const cells = await page
+          .getByRole('row')
+          .filter({ has: page.getByRole('link', { name: 'orders-to-warehouse' }) })
+          .locator('td')
+          .evaluateAll((tds) => tds.map((td) => ({ label: getComputedStyle(td, '::before').content, right: td.getBoundingClientRect().right, shown: td.getBoundingClientRect().height > 0 })));
+        expect(cells.map((c) => c.label)).toEqual(['"State"', '"Source → destination"', '"Last run"', '"Last hour"', '"Dead-lettered"', '"Actions"']);
+        expect(cells.every((c) => c.shown && c.right <= 390)).toBe(true);
+      }
+      expect(watch.problems).toEqual([]);
+      expect(watch.foreignRequests).toEqual([]);
+      await page.context().close();
+    }
+  }, 180_000);
+});

@@ -22,6 +22,11 @@ export function utc(iso: string | null | undefined): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
 }
 
+/** `19:04:05 UTC`: the time of day of `ms` (epoch milliseconds), as the page says when it read something. */
+export function timeOfDay(ms: number): string {
+  return `${new Date(ms).toISOString().slice(11, 19)} UTC`;
+}
+
 /** `850 ms`, `12.4 s`, `3 min 5 s`. */
 export function duration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '';

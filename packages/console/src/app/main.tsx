@@ -9,6 +9,7 @@ import { Layout, type Shell } from './components/layout.js';
 import { href, Link, match, navigate, useLocation } from './router.js';
 import { forgetApiKey, storedApiKey } from './session.js';
 import { ConnectorsView } from './views/connectors.js';
+import { EventView } from './views/event.js';
 import { PipelineView } from './views/pipeline.js';
 import { PipelinesView } from './views/pipelines.js';
 import { SignIn } from './views/sign-in.js';
@@ -55,6 +56,7 @@ function App(): JSX.Element {
   if (match('/pipelines', path)) return <PipelinesView location={location} shell={shell} />;
   if ((params = match('/pipelines/:id', path))) return <PipelineView key={params.id} id={params.id!} tab="events" location={location} shell={shell} />;
   if ((params = match('/pipelines/:id/runs', path))) return <PipelineView key={params.id} id={params.id!} tab="runs" location={location} shell={shell} />;
+  if ((params = match('/events/:id', path))) return <EventView key={params.id} id={params.id!} shell={shell} />;
   if (match('/connectors', path)) return <ConnectorsView location={location} shell={shell} />;
   if (match('/webhooks', path)) return <WebhooksView location={location} shell={shell} />;
   if ((params = match('/webhooks/:id', path))) return <WebhookView key={params.id} id={params.id!} location={location} shell={shell} />;

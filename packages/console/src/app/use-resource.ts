@@ -9,6 +9,10 @@ export interface Resource<T> {
   problem: Problem | undefined;
   /** True until the first load ends. */
   loading: boolean;
+  /** When the data shown was read (the browser's clock, ms), or undefined before the first answer. */
+  updatedAt: number | undefined;
+  /** True while a read runs (the first, a poll or a {@link reload}). */
+  reading: boolean;
   /** Loads again now. */
   reload: () => void;
 }
@@ -20,7 +24,13 @@ export interface Resource<T> {
  * moved on is dropped.
  */
 export function useResource<T>(load: () => Promise<T>, deps: unknown[], refreshMs?: number): Resource<T> {
-  const [state, setState] = useState<{ data: T | undefined; problem: Problem | undefined; loading: boolean }>({ data: undefined, problem: undefined, loading: true });
+  // `key` names the deps the state was read for: in the render where the deps have just changed
+  // (a new page's cursor in the URL), the state of the old ones is not handed out as theirs.
+  const key = JSON.stringify(deps);
+  const keyRef = useRef(key);
+  keyRef.current = key;
+  const [state, setState] = useState<{ key: string; data: T | undefined; problem: Problem | undefined; loading: boolean; updatedAt: number | undefined }>({ key, data: undefined, problem: undefined, loading: true, updatedAt: undefined });
+  const [reading, setReading] = useState(true);
   const generation = useRef(0);
   const inFlight = useRef(false);
   const loadRef = useRef(load);
@@ -28,15 +38,19 @@ export function useResource<T>(load: () => Promise<T>, deps: unknown[], refreshM
 
   const run = useCallback((fresh: boolean) => {
     const mine = ++generation.current;
+    const readFor = keyRef.current;
     inFlight.current = true;
-    if (fresh) setState({ data: undefined, problem: undefined, loading: true });
+    setReading(true);
+    if (fresh) setState({ key: readFor, data: undefined, problem: undefined, loading: true, updatedAt: undefined });
     const settle = () => {
-      if (mine === generation.current) inFlight.current = false;
-      return mine === generation.current;
+      if (mine !== generation.current) return false;
+      inFlight.current = false;
+      setReading(false);
+      return true;
     };
     loadRef.current().then(
-      (data) => settle() && setState({ data, problem: undefined, loading: false }),
-      (error: unknown) => settle() && setState((s) => ({ data: s.data, problem: problemOf(error), loading: false })),
+      (data) => settle() && setState({ key: readFor, data, problem: undefined, loading: false, updatedAt: Date.now() }),
+      (error: unknown) => settle() && setState((s) => ({ key: readFor, data: s.data, problem: problemOf(error), loading: false, updatedAt: s.updatedAt })),
     );
   }, []);
 
@@ -56,5 +70,7 @@ export function useResource<T>(load: () => Promise<T>, deps: unknown[], refreshM
     return () => clearInterval(timer);
   }, [refreshMs, ...deps]);
 
-  return { ...state, reload: () => run(false) };
+  const reload = () => run(false);
+  if (state.key !== key) return { data: undefined, problem: undefined, loading: true, updatedAt: undefined, reading: true, reload };
+  return { data: state.data, problem: state.problem, loading: state.loading, updatedAt: state.updatedAt, reading, reload };
 }

@@ -3,7 +3,7 @@ import type { JSX } from 'preact';
 const TONES: Record<string, string> = {
   active: 'good', healthy: 'good', delivered: 'good', succeeded: 'good', enabled: 'good',
   running: 'info', queued: 'info', replaying: 'info', pending: 'info', streaming: 'info',
-  paused: 'warn', degraded: 'warn', retrying: 'warn', draft: 'muted', filtered: 'muted', deleting: 'muted',
+  paused: 'warn', degraded: 'warn', retrying: 'warn', draft: 'muted', filtered: 'muted', deleting: 'muted', recovered: 'muted',
   down: 'bad', failed: 'bad', dead_lettered: 'bad', disabled: 'bad', held: 'bad',
 };
 

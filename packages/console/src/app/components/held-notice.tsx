@@ -1,6 +1,7 @@
 import type { JSX } from 'preact';
-import { count, utc } from '../format.js';
+import { count } from '../format.js';
 import type { Pipeline } from '../records.js';
+import { Time } from './text.js';
 
 /**
  * What a held pipeline waits on, at the top of its page: its flow retries a batch that a source,
@@ -13,11 +14,11 @@ export function HeldNotice({ held }: { held: NonNullable<Pipeline['held']> }): J
   return (
     <div class="notice notice-held" role="status" aria-label="Held">
       <p>
-        <strong>Held since {utc(held.since)}</strong>: {held.events_waiting > 0 ? waiting : 'the source cannot be read'}; {attempts}, the last{' '}
+        <strong>Held since <Time iso={held.since} /></strong>: {held.events_waiting > 0 ? waiting : 'the source cannot be read'}; {attempts}, the last{' '}
         <code>{held.error.code}</code>.
       </p>
       <p class="error-text">{held.error.message}</p>
-      <p class="muted">Next attempt {utc(held.next_attempt_at)}. A change to the pipeline or its connectors is tried at once.</p>
+      <p class="muted">Next attempt <Time iso={held.next_attempt_at} />. A change to the pipeline or its connectors is tried at once.</p>
     </div>
   );
 }

@@ -1,12 +1,53 @@
 import type { ComponentChildren, JSX } from 'preact';
-import { useEffect, useRef } from 'preact/hooks';
-import { href, Link, takeFocusRequest } from '../router.js';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { href, Link, navigate, takeFocusRequest } from '../router.js';
 
 const SECTIONS = [
   { path: '/pipelines', label: 'Pipelines' },
   { path: '/connectors', label: 'Connectors' },
   { path: '/webhooks', label: 'Webhooks' },
 ];
+
+/** The ids the search box opens, by prefix (the API's id prefixes), and where. */
+const FINDABLE: Array<{ prefix: string; path: (id: string) => string }> = [
+  { prefix: 'evt_', path: (id) => `/events/${encodeURIComponent(id)}` },
+  { prefix: 'pip_', path: (id) => `/pipelines/${encodeURIComponent(id)}` },
+  { prefix: 'whk_', path: (id) => `/webhooks/${encodeURIComponent(id)}` },
+];
+
+/**
+ * The header's search box: an event's id opens the event (`GET /v2/events/{id}`, whatever its
+ * pipeline), a pipeline's or a subscription's its page. Anything else is answered in words:
+ * the API looks a delivery up under its subscription only, so a `dlv_` id alone cannot be opened.
+ */
+function FindById({ onHint }: { onHint: (hint: string | undefined) => void }): JSX.Element {
+  const [value, setValue] = useState('');
+  const submit = (event: Event) => {
+    event.preventDefault();
+    const id = value.trim();
+    const found = FINDABLE.find((f) => id.startsWith(f.prefix) && id.length > f.prefix.length);
+    if (found) {
+      onHint(undefined);
+      setValue('');
+      navigate(href(found.path(id)));
+    } else if (id.startsWith('dlv_')) {
+      onHint(`${id} is a webhook delivery: the API finds a delivery under its subscription only. Open the subscription in Webhooks; its deliveries are listed newest first.`);
+    } else {
+      onHint('Find takes the id of an event (evt_…), a pipeline (pip_…) or a webhook subscription (whk_…).');
+    }
+  };
+  return (
+    <form class="find" role="search" onSubmit={submit}>
+      <label for="find-id" class="visually-hidden">
+        Find an event by id
+      </label>
+      <input id="find-id" type="search" placeholder="evt_… id" autoComplete="off" spellcheck={false} value={value} onInput={(e) => setValue(e.currentTarget.value)} />
+      <button type="submit" class="button">
+        Find
+      </button>
+    </form>
+  );
+}
 
 /** What every signed-in view passes on to its {@link Layout}: where it is, and how to sign out. */
 export interface Shell {
@@ -17,10 +58,13 @@ export interface Shell {
 /**
  * The frame of every signed-in view: a skip link, the navigation (the current section marked
  * with `aria-current`), sign-out, and the view's heading, which takes focus when the view
- * changes so keyboard and screen-reader users start at the top of what they opened.
+ * changes so keyboard and screen-reader users start at the top of what they opened. `title`
+ * names the tab; `heading`, when given, is the same words marked up (where they may wrap).
  */
-export function Layout(props: Shell & { title: string; actions?: ComponentChildren; children: ComponentChildren }): JSX.Element {
+export function Layout(props: Shell & { title: string; heading?: ComponentChildren; actions?: ComponentChildren; children: ComponentChildren }): JSX.Element {
   const heading = useRef<HTMLHeadingElement>(null);
+  const [hint, setHint] = useState<string | undefined>();
+  useEffect(() => setHint(undefined), [props.path]);
   useEffect(() => {
     // Titles stay in the browser's history: views never put a URL or a secret in them.
     document.title = `${props.title} · Ferry Console`;
@@ -49,14 +93,18 @@ export function Layout(props: Shell & { title: string; actions?: ComponentChildr
             ))}
           </ul>
         </nav>
-        <button type="button" class="button button-quiet" onClick={props.onSignOut}>
+        <FindById onHint={setHint} />
+        <button type="button" class="button button-quiet sign-out" onClick={props.onSignOut}>
           Sign out
         </button>
       </header>
       <main id="main">
+        <div class="outcome" aria-live="polite">
+          {hint ? <p class="notice">{hint}</p> : null}
+        </div>
         <div class="view-head">
           <h1 ref={heading} tabIndex={-1}>
-            {props.title}
+            {props.heading ?? props.title}
           </h1>
           {props.actions ? <div class="view-actions">{props.actions}</div> : null}
         </div>

@@ -6,6 +6,7 @@ import { Badge } from '../components/badge.js';
 import { ConfirmDialog } from '../components/confirm-dialog.js';
 import { DataTable } from '../components/data-table.js';
 import { EmptyState } from '../components/empty-state.js';
+import { ListBar } from '../components/freshness.js';
 import { Layout, type Shell } from '../components/layout.js';
 import { Pager } from '../components/pager.js';
 import { ProblemBox } from '../components/problem-box.js';
@@ -30,6 +31,28 @@ function secretFields(connector: Connector): string[] {
 function describeCheck(name: string, result: ConnectorCheck): string {
   const error = result.error ? `: ${result.error.code}, ${result.error.message}` : '';
   return `Check of ${name}: ${result.health} in ${count(result.latency_ms)} ms${error}`;
+}
+
+/**
+ * A connector's last error, in its cell. While the connector is `healthy` again the error is
+ * history: the runtime and a check turn a connector `degraded` or `down` when they record an
+ * error, and `healthy` only at a later success, so it has recovered since. The API gives the
+ * error's time but not the recovery's, so the page says "recovered since" and shows it greyed.
+ */
+export function LastError({ connector }: { connector: Connector }): JSX.Element | null {
+  const error = connector.last_error;
+  if (!error) return null;
+  const recovered = connector.health === 'healthy';
+  return (
+    <span class={recovered ? 'last-error recovered' : 'last-error error-text'} title={recovered ? `${utc(error.at)}; healthy again since` : utc(error.at)}>
+      {recovered ? (
+        <>
+          <Badge value="recovered" />{' '}
+        </>
+      ) : null}
+      <code>{error.code}</code> {error.message} <span class="muted">({ago(error.at)}{recovered ? ', healthy again since' : ''})</span>
+    </span>
+  );
 }
 
 /**
@@ -92,6 +115,7 @@ export function ConnectorsView({ location, shell }: { location: Location; shell:
           </button>
         </div>
       ) : null}
+      <ListBar updatedAt={resource.updatedAt} reading={resource.reading} onRefresh={resource.reload} label="connectors" />
       {resource.problem ? <ProblemBox problem={resource.problem} context="The connectors could not be loaded" /> : null}
       {connectors && connectors.length === 0 ? (
         <EmptyState title="No connectors yet.">
@@ -110,24 +134,22 @@ export function ConnectorsView({ location, shell }: { location: Location; shell:
                   <tr key={c.id}>
                     <th scope="row">
                       {c.name}
-                      <div class="muted mono">{c.id}</div>
+                      <div class="muted mono small">{c.id}</div>
                     </th>
-                    <td>{c.type}</td>
-                    <td>{c.direction}</td>
-                    <td>
+                    <td data-label="Type">{c.type}</td>
+                    <td data-label="Direction">{c.direction}</td>
+                    <td data-label="Health">
                       <Badge value={c.health} />
                       {c.rotation_status === 'rotating' ? <> <Badge value="running" label="rotating" /></> : null}
                     </td>
-                    <td class="number">{count(c.pipeline_count)}</td>
-                    <td>
-                      {c.last_error ? (
-                        <span class="error-text" title={utc(c.last_error.at)}>
-                          <code>{c.last_error.code}</code> {c.last_error.message} <span class="muted">({ago(c.last_error.at)})</span>
-                        </span>
-                      ) : null}
+                    <td class="number" data-label="Pipelines">
+                      {count(c.pipeline_count)}
                     </td>
-                    <td>
-                      <div class="actions">
+                    <td data-label="Last error">
+                      <LastError connector={c} />
+                    </td>
+                    <td data-label="Actions">
+                      <div class="actions actions-inline">
                         <button type="button" class="button" disabled={action.busy} aria-label={`Check ${c.name}`} onClick={() => check(c)}>
                           Check
                         </button>
@@ -155,7 +177,7 @@ export function ConnectorsView({ location, shell }: { location: Location; shell:
               }) : undefined}
         />
       )}
-      {resource.data ? <Pager first={href('/connectors')} next={resource.data.next_cursor ? href('/connectors', { cursor: resource.data.next_cursor }) : null} onFirstPage={!cursor} /> : null}
+      {resource.data ? <Pager cursor={cursor} next={resource.data.has_more ? resource.data.next_cursor : null} to={(c) => href('/connectors', { cursor: c })} order="asc" /> : null}
       <ConfirmDialog open={rotating !== undefined} title={`Rotate the credentials of ${rotating?.name ?? ''}`} confirmLabel="Rotate" busy={action.busy} onConfirm={rotate} onCancel={() => setRotating(undefined)}>
         <p>
           Pipelines using this connector pause after their batch in flight, the new credentials are checked, and the pipelines resume. A failed check puts the old credentials back.

@@ -6,21 +6,27 @@ import { Badge } from '../components/badge.js';
 import { ConfirmDialog } from '../components/confirm-dialog.js';
 import { DataTable } from '../components/data-table.js';
 import { EmptyState } from '../components/empty-state.js';
+import { EventBody } from '../components/event-body.js';
+import { ListBar } from '../components/freshness.js';
 import { HeldNotice } from '../components/held-notice.js';
 import { Layout, type Shell } from '../components/layout.js';
 import { MinuteChart } from '../components/minute-chart.js';
 import { Pager } from '../components/pager.js';
 import { ProblemBox } from '../components/problem-box.js';
+import { Chip } from '../components/text.js';
 import { connectorsById, figures, pipelineStats } from '../data.js';
 import { ago, count, inputFromIso, isoFromInput, runDuration, utc } from '../format.js';
 import type { Connector, EventRecord, Pipeline, PipelineStats, Run } from '../records.js';
 import { href, Link, navigate, type Location } from '../router.js';
-import { useAction, type Action } from '../use-action.js';
+import { useAction } from '../use-action.js';
 import { useResource } from '../use-resource.js';
 import { PipelineActions } from './pipeline-actions.js';
 import { ConnectorCell } from './pipelines.js';
 
 const EVENT_STATUSES = ['', 'delivered', 'filtered', 'dead_lettered', 'replaying'];
+
+/** Events and runs per page. */
+const PAGE_SIZE = 50;
 
 interface Loaded {
   pipeline: Pipeline;
@@ -40,6 +46,23 @@ interface EventFilters {
 
 function filtersOf(query: URLSearchParams): EventFilters {
   return { type: query.get('type') ?? '', status: query.get('status') ?? '', since: query.get('since') ?? '', until: query.get('until') ?? '' };
+}
+
+/** The filters as the form's fields hold them: times as datetime-local values, in UTC. */
+function fieldsOf(filters: EventFilters): EventFilters {
+  return { ...filters, since: inputFromIso(filters.since), until: inputFromIso(filters.until) };
+}
+
+/** The filters set, in words (`status dead lettered, of type order.created`), or '' when none is. */
+function describeFilters(filters: EventFilters): string {
+  return [
+    filters.status && `status ${filters.status.replace(/_/g, ' ')}`,
+    filters.type && `of type ${filters.type}`,
+    filters.since && `since ${utc(filters.since)}`,
+    filters.until && `until ${utc(filters.until)}`,
+  ]
+    .filter(Boolean)
+    .join(', ');
 }
 
 /**
@@ -93,7 +116,10 @@ export function PipelineView({ id, tab, location, shell }: { id: string; tab: 'e
           </div>
           <div>
             <dt>Dead-lettered</dt>
-            <dd>{data ? (data.stats ? count(data.stats.dead_lettered) : '–') : '…'}</dd>
+            <dd>
+              {data ? (data.stats ? count(data.stats.dead_lettered) : '–') : '…'}
+              {data?.stats && data.stats.replaying > 0 ? <span class="muted"> ({count(data.stats.replaying)} being replayed)</span> : null}
+            </dd>
           </div>
         </dl>
         <div class="chart-panel">
@@ -105,6 +131,7 @@ export function PipelineView({ id, tab, location, shell }: { id: string; tab: 'e
           ) : (
             <MinuteChart minutes={data?.stats?.per_minute} />
           )}
+          <p class="muted small chart-note">Counted as the pipeline's batches commit. A replayed dead letter is not a batch: once delivered it shows in the events below, not in these counts nor in a run's.</p>
         </div>
       </section>
       <nav class="tabs" aria-label="Pipeline">
@@ -115,22 +142,35 @@ export function PipelineView({ id, tab, location, shell }: { id: string; tab: 'e
           Runs
         </Link>
       </nav>
-      {tab === 'events' ? <EventsPanel pipelineId={id} base={base} location={location} deadLettered={data?.stats?.dead_lettered} onChanged={resource.reload} /> : <RunsPanel pipelineId={id} base={base} location={location} />}
+      {tab === 'events' ? (
+        <EventsPanel pipelineId={id} base={base} location={location} deadLettered={data?.stats?.dead_lettered} onChanged={resource.reload} />
+      ) : (
+        <RunsPanel pipelineId={id} base={base} location={location} onRefresh={resource.reload} />
+      )}
     </Layout>
   );
 }
 
 function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { pipelineId: string; base: string; location: Location; deadLettered: number | undefined; onChanged: () => void }): JSX.Element {
+  const query = location.query.toString();
   const filters = filtersOf(location.query);
   const cursor = location.query.get('cursor') ?? '';
+  // The form's fields, controlled: they show the filters of the URL (a link, Back, Clear), and
+  // what the user types until Apply puts it in the URL.
+  const [fields, setFields] = useState<EventFilters>(() => fieldsOf(filters));
+  useEffect(() => setFields(fieldsOf(filtersOf(new URLSearchParams(query)))), [query]);
+  const setField = (name: keyof EventFilters) => (event: Event) => {
+    const value = (event.currentTarget as HTMLInputElement | HTMLSelectElement).value;
+    setFields((f) => ({ ...f, [name]: value }));
+  };
   const [open, setOpen] = useState<Set<string>>(new Set());
   const [confirming, setConfirming] = useState(false);
   // While an event is being replayed, the list is read again often, so its outcome shows soon.
   const [changing, setChanging] = useState(false);
   const action = useAction();
   const resource = useResource<Page<EventRecord>>(
-    () => api<Page<EventRecord>>('GET', `/v2/pipelines/${encodeURIComponent(pipelineId)}/events`, { query: { limit: 50, order: 'desc', ...filters, cursor } }),
-    [pipelineId, location.query.toString()],
+    () => api<Page<EventRecord>>('GET', `/v2/pipelines/${encodeURIComponent(pipelineId)}/events`, { query: { limit: PAGE_SIZE, order: 'desc', ...filters, cursor } }),
+    [pipelineId, query],
     changing ? 1500 : 15_000,
   );
   const events = resource.data?.data;
@@ -139,8 +179,7 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
 
   const apply = (event: Event) => {
     event.preventDefault();
-    const form = new FormData(event.currentTarget as HTMLFormElement);
-    navigate(href(base, { type: String(form.get('type') ?? '').trim(), status: String(form.get('status') ?? ''), since: isoFromInput(String(form.get('since') ?? '')), until: isoFromInput(String(form.get('until') ?? '')) }));
+    navigate(href(base, { type: fields.type.trim(), status: fields.status, since: isoFromInput(fields.since), until: isoFromInput(fields.until) }));
   };
   const replayOne = (e: EventRecord) =>
     void action
@@ -168,20 +207,21 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
         onChanged();
       });
   const scope = [filters.type && `of type ${filters.type}`, filters.since && `since ${utc(filters.since)}`, filters.until && `until ${utc(filters.until)}`].filter(Boolean).join(', ');
+  const filtered = describeFilters(filters);
 
   return (
     <section aria-labelledby="events-title">
       <h2 id="events-title" class="visually-hidden">
         Events
       </h2>
-      <form class="filter-form" onSubmit={apply} key={location.query.toString()}>
+      <form class="filter-form" onSubmit={apply}>
         <div class="field">
           <label for="filter-type">Type</label>
-          <input id="filter-type" name="type" defaultValue={filters.type} placeholder="order.created" />
+          <input id="filter-type" name="type" value={fields.type} onInput={setField('type')} placeholder="order.created" />
         </div>
         <div class="field">
           <label for="filter-status">Status</label>
-          <select id="filter-status" name="status" defaultValue={filters.status}>
+          <select id="filter-status" name="status" value={fields.status} onChange={setField('status')}>
             {EVENT_STATUSES.map((s) => (
               <option key={s} value={s}>
                 {s === '' ? 'Any' : s.replace('_', ' ')}
@@ -191,11 +231,11 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
         </div>
         <div class="field">
           <label for="filter-since">Since (UTC)</label>
-          <input id="filter-since" name="since" type="datetime-local" step={1} defaultValue={inputFromIso(filters.since)} />
+          <input id="filter-since" name="since" type="datetime-local" step={1} value={fields.since} onInput={setField('since')} />
         </div>
         <div class="field">
           <label for="filter-until">Until (UTC)</label>
-          <input id="filter-until" name="until" type="datetime-local" step={1} defaultValue={inputFromIso(filters.until)} />
+          <input id="filter-until" name="until" type="datetime-local" step={1} value={fields.until} onInput={setField('until')} />
         </div>
         <div class="field field-buttons">
           <button type="submit" class="button button-primary">
@@ -206,13 +246,23 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
           </Link>
         </div>
       </form>
-      <p class="muted small">Newest first, in the order the pipeline recorded them; Since and Until narrow it to when events happened.</p>
-      <div class="bulk">
-        <button type="button" class="button button-danger" disabled={action.busy || deadLettered === 0} onClick={() => setConfirming(true)}>
-          Replay dead-lettered…
-        </button>
-        <span class="muted">{deadLettered === undefined ? '' : `${count(deadLettered)} dead-lettered in all`}</span>
-      </div>
+      <p class="muted small filter-state">
+        {filtered ? (
+          <>
+            Showing events with {filtered}, newest first. <Link to={href(base)}>Clear the filters</Link>
+          </>
+        ) : (
+          'Every event, newest first in the order the pipeline recorded them; Since and Until narrow it to when events happened.'
+        )}
+      </p>
+      <ListBar updatedAt={resource.updatedAt} reading={resource.reading} onRefresh={() => (resource.reload(), onChanged())} label="events">
+        <div class="bulk">
+          <button type="button" class="button button-danger" disabled={action.busy || deadLettered === 0} onClick={() => setConfirming(true)}>
+            Replay dead-lettered…
+          </button>
+          <span class="muted">{deadLettered === undefined ? '' : `${count(deadLettered)} dead-lettered in all`}</span>
+        </div>
+      </ListBar>
       <ConfirmDialog open={confirming} title="Replay dead-lettered events" confirmLabel="Replay" busy={action.busy} onConfirm={replayAll} onCancel={() => setConfirming(false)}>
         <p>
           Every dead-lettered event of this pipeline{scope ? ` ${scope}` : ''} runs again from the stage where it failed. Events that fail again are dead-lettered again.
@@ -222,9 +272,17 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
       <ActionOutcome action={action} />
       {resource.problem ? <ProblemBox problem={resource.problem} context="The events could not be loaded" /> : null}
       {events && events.length === 0 ? (
-        <EmptyState title="No events match.">
-          <p>{filters.type || filters.status || filters.since || filters.until ? 'Clear the filters to see every event.' : 'Events appear here once the pipeline has run and committed a batch.'}</p>
-        </EmptyState>
+        filtered ? (
+          <EmptyState title="No events match the filters.">
+            <p>
+              None with {filtered}{cursor ? ' on this page' : ''}. <Link to={href(base)}>Clear the filters</Link> to see every event.
+            </p>
+          </EmptyState>
+        ) : (
+          <EmptyState title={cursor ? 'No older events.' : 'No events yet.'}>
+            <p>{cursor ? 'This page is past the oldest event.' : 'Events appear here once the pipeline has run and committed a batch.'}</p>
+          </EmptyState>
+        )
       ) : (
         <DataTable
           caption="Events"
@@ -235,18 +293,24 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
                 const expanded = open.has(e.id);
                 const rows = [
                   <tr key={e.id} data-event-id={e.id}>
-                    <td title={e.occurred_at}>
+                    <th scope="row" title={e.occurred_at} class="row-time">
                       {utc(e.occurred_at)}
-                      <div class="muted mono">{e.id}</div>
+                      <div class="mono small">
+                        <Link to={href(`/events/${encodeURIComponent(e.id)}`)} class="quiet-link">
+                          {e.id}
+                        </Link>
+                      </div>
+                    </th>
+                    <td data-label="Type">
+                      <Chip text={e.type} />
                     </td>
-                    <td>
-                      <code>{e.type}</code>
-                    </td>
-                    <td>
+                    <td data-label="Status">
                       <Badge value={e.status} />
                     </td>
-                    <td class="number">{e.attempts}</td>
-                    <td>{e.error ? <span class="error-text">{[e.error.stage, e.error.code].filter(Boolean).join(' · ')}</span> : null}</td>
+                    <td class="number" data-label="Attempts">
+                      {e.attempts}
+                    </td>
+                    <td data-label="Error">{e.error ? <span class="error-text">{[e.error.stage, e.error.code].filter(Boolean).join(' · ')}</span> : null}</td>
                     <td>
                       <button
                         type="button"
@@ -268,64 +332,39 @@ function EventsPanel({ pipelineId, base, location, deadLettered, onChanged }: { 
                     </td>
                   </tr>,
                 ];
-                if (expanded) rows.push(<EventDetail key={`${e.id}-detail`} event={e} action={action} onReplay={() => replayOne(e)} />);
+                if (expanded)
+                  rows.push(
+                    <tr key={`${e.id}-detail`} class="detail-row" id={`event-${e.id}`}>
+                      <td colSpan={6}>
+                        <EventBody event={e} action={action} onReplay={() => replayOne(e)} />
+                      </td>
+                    </tr>,
+                  );
                 return rows;
               }) : undefined}
         />
       )}
-      {resource.data ? <Pager first={href(base, { ...filters })} next={resource.data.next_cursor && resource.data.has_more ? href(base, { ...filters, cursor: resource.data.next_cursor }) : null} onFirstPage={!cursor} /> : null}
+      {resource.data ? <Pager cursor={cursor} next={resource.data.has_more ? resource.data.next_cursor : null} to={(c) => href(base, { ...filters, cursor: c })} order="desc" /> : null}
     </section>
   );
 }
 
-function EventDetail({ event, action, onReplay }: { event: EventRecord; action: Action; onReplay: () => void }): JSX.Element {
-  return (
-    <tr class="detail-row" id={`event-${event.id}`}>
-      <td colSpan={6}>
-        <div class="detail">
-          {event.error ? (
-            <div class="detail-error">
-              <h3>Error</h3>
-              <p>
-                Stage <code>{event.error.stage}</code>, code <code>{event.error.code}</code>
-                {event.dead_lettered_at ? `, dead-lettered ${utc(event.dead_lettered_at)}` : ''}
-              </p>
-              {event.error.message ? <p class="error-text">{event.error.message}</p> : null}
-            </div>
-          ) : null}
-          <h3>Payload</h3>
-          {event.payload === null ? (
-            <p>Not kept: this pipeline keeps the payloads of failed events only.</p>
-          ) : (
-            <pre class="json" tabIndex={0} aria-label={`Payload of event ${event.id}`}>
-              {JSON.stringify(event.payload, null, 2)}
-            </pre>
-          )}
-          {event.status === 'dead_lettered' ? (
-            <button type="button" class="button button-primary" disabled={action.busy} onClick={onReplay}>
-              Replay this event
-            </button>
-          ) : null}
-        </div>
-      </td>
-    </tr>
-  );
-}
-
-function RunsPanel({ pipelineId, base, location }: { pipelineId: string; base: string; location: Location }): JSX.Element {
+function RunsPanel({ pipelineId, base, location, onRefresh }: { pipelineId: string; base: string; location: Location; onRefresh: () => void }): JSX.Element {
   const cursor = location.query.get('cursor') ?? '';
-  const resource = useResource<Page<Run>>(() => api<Page<Run>>('GET', `/v2/pipelines/${encodeURIComponent(pipelineId)}/runs`, { query: { limit: 50, order: 'desc', cursor } }), [pipelineId, cursor], 15_000);
+  const resource = useResource<Page<Run>>(() => api<Page<Run>>('GET', `/v2/pipelines/${encodeURIComponent(pipelineId)}/runs`, { query: { limit: PAGE_SIZE, order: 'desc', cursor } }), [pipelineId, cursor], 15_000);
   const runs = resource.data?.data;
   return (
     <section aria-labelledby="runs-title">
       <h2 id="runs-title" class="visually-hidden">
         Runs
       </h2>
-      <p class="muted small">Newest first; the last run is also in the summary above.</p>
+      <ListBar updatedAt={resource.updatedAt} reading={resource.reading} onRefresh={() => (resource.reload(), onRefresh())} label="runs">
+        <p class="muted small">Newest first; the last run is also in the summary above. Replays of dead letters belong to no run.</p>
+      </ListBar>
       {resource.problem ? <ProblemBox problem={resource.problem} context="The runs could not be loaded" /> : null}
       {runs && runs.length === 0 ? (
-        <EmptyState title="No runs yet.">
-          <p>A run starts at the pipeline's next scheduled time, when it starts streaming, or with Run now.</p>
+        <EmptyState title={cursor ? 'No older runs.' : 'No runs yet.'}>
+          <p>{cursor ? 'This page is past the oldest run.' : "A run starts at the pipeline's next scheduled time, when it starts streaming, or with Run now."}</p>
         </EmptyState>
       ) : (
         <DataTable
@@ -335,23 +374,35 @@ function RunsPanel({ pipelineId, base, location }: { pipelineId: string; base: s
           rows={runs
             ? runs.map((r) => (
                 <tr key={r.id}>
-                  <td class="mono">{r.id}</td>
-                  <td>{r.trigger}</td>
-                  <td>
+                  <th scope="row" class="mono small">
+                    {r.id}
+                  </th>
+                  <td data-label="Trigger">{r.trigger}</td>
+                  <td data-label="Status">
                     <Badge value={r.status} />
                   </td>
-                  <td title={r.started_at ?? ''}>{utc(r.started_at ?? r.scheduled_for ?? r.created_at)}</td>
-                  <td>{runDuration(r)}</td>
-                  <td class="number">{count(r.events_read)}</td>
-                  <td class="number">{count(r.events_written)}</td>
-                  <td class="number">{count(r.events_filtered)}</td>
-                  <td class="number">{count(r.events_dead_lettered)}</td>
-                  <td>{r.error ? <code class="error-text">{r.error}</code> : null}</td>
+                  <td title={r.started_at ?? ''} data-label="Started">
+                    {utc(r.started_at ?? r.scheduled_for ?? r.created_at)}
+                  </td>
+                  <td data-label="Duration">{runDuration(r)}</td>
+                  <td class="number" data-label="Read">
+                    {count(r.events_read)}
+                  </td>
+                  <td class="number" data-label="Written">
+                    {count(r.events_written)}
+                  </td>
+                  <td class="number" data-label="Filtered">
+                    {count(r.events_filtered)}
+                  </td>
+                  <td class="number" data-label="Dead-lettered">
+                    {count(r.events_dead_lettered)}
+                  </td>
+                  <td data-label="Error">{r.error ? <code class="error-text">{r.error}</code> : null}</td>
                 </tr>
               )) : undefined}
         />
       )}
-      {resource.data ? <Pager first={href(`${base}/runs`)} next={resource.data.next_cursor ? href(`${base}/runs`, { cursor: resource.data.next_cursor }) : null} onFirstPage={!cursor} /> : null}
+      {resource.data ? <Pager cursor={cursor} next={resource.data.has_more ? resource.data.next_cursor : null} to={(c) => href(`${base}/runs`, { cursor: c })} order="desc" /> : null}
     </section>
   );
 }

@@ -4,6 +4,7 @@ import { ActionOutcome } from '../components/action-outcome.js';
 import { Badge } from '../components/badge.js';
 import { DataTable } from '../components/data-table.js';
 import { EmptyState } from '../components/empty-state.js';
+import { ListBar } from '../components/freshness.js';
 import { Layout, type Shell } from '../components/layout.js';
 import { MinuteChart } from '../components/minute-chart.js';
 import { Pager } from '../components/pager.js';
@@ -55,13 +56,15 @@ export function PipelinesView({ location, shell }: { location: Location; shell: 
   const data = resource.data;
   return (
     <Layout {...shell} title="Pipelines">
-      <nav class="filters" aria-label="Filter by state">
-        {STATES.map((s) => (
-          <Link key={s} to={href('/pipelines', { state: s })} class="filter" aria-current={s === state ? 'true' : undefined}>
-            {s === '' ? 'All' : s[0]!.toUpperCase() + s.slice(1)}
-          </Link>
-        ))}
-      </nav>
+      <ListBar updatedAt={resource.updatedAt} reading={resource.reading} onRefresh={resource.reload} label="pipelines">
+        <nav class="filters" aria-label="Filter by state">
+          {STATES.map((s) => (
+            <Link key={s} to={href('/pipelines', { state: s })} class="filter" aria-current={s === state ? 'true' : undefined}>
+              {s === '' ? 'All' : s[0]!.toUpperCase() + s.slice(1)}
+            </Link>
+          ))}
+        </nav>
+      </ListBar>
       <ActionOutcome action={action} />
       {resource.problem ? <ProblemBox problem={resource.problem} context="The pipelines could not be loaded" /> : null}
       {data && data.page.data.length === 0 ? (
@@ -74,7 +77,7 @@ export function PipelinesView({ location, shell }: { location: Location; shell: 
       ) : (
         <DataTable
           caption="Pipelines"
-          columns={['Name', 'State', 'Schedule', 'Source → destination', 'Last run', 'Last hour', 'Dead-lettered', 'Actions']}
+          columns={['Name', 'State', 'Source → destination', 'Last run', 'Last hour', 'Dead-lettered', 'Actions']}
           busy={resource.loading}
           rows={data
             ? data.page.data.map((p) => {
@@ -84,39 +87,46 @@ export function PipelinesView({ location, shell }: { location: Location; shell: 
                   <tr key={p.id}>
                     <th scope="row">
                       <Link to={href(`/pipelines/${encodeURIComponent(p.id)}`)}>{p.name}</Link>
-                      <div class="muted mono">{p.id}</div>
+                      <div class="muted mono small">{p.id}</div>
                     </th>
-                    <td>
-                      <Badge value={p.state} />
-                      {p.held ? (
-                        <>
-                          {' '}
-                          <Badge value="held" label={`held, ${p.held.attempts} attempts`} />
-                        </>
-                      ) : null}
+                    <td data-label="State">
+                      <div class="badges">
+                        <Badge value={p.state} />
+                        {p.held ? <Badge value="held" label={`held, ${p.held.attempts} attempts`} /> : null}
+                      </div>
+                      <div class="schedule">{p.schedule ? <code title="Schedule (cron, UTC)">{p.schedule}</code> : <span class="muted">streaming</span>}</div>
                     </td>
-                    <td>{p.schedule ? <code>{p.schedule}</code> : <Badge value="streaming" />}</td>
-                    <td>
-                      <ConnectorCell id={p.source_connector_id} connectors={data.connectors} />
-                      <span aria-hidden="true"> → </span>
-                      <span class="visually-hidden"> to </span>
-                      <ConnectorCell id={p.destination_connector_id} connectors={data.connectors} />
+                    <td data-label="Source → destination">
+                      <div class="connector-line">
+                        <ConnectorCell id={p.source_connector_id} connectors={data.connectors} />
+                      </div>
+                      <div class="connector-line">
+                        <span aria-hidden="true">→ </span>
+                        <span class="visually-hidden">to </span>
+                        <ConnectorCell id={p.destination_connector_id} connectors={data.connectors} />
+                      </div>
                     </td>
-                    <td>
+                    <td data-label="Last run">
                       {p.last_run ? (
                         <>
                           <Badge value={p.last_run.status} /> <span title={utc(p.last_run.started_at ?? p.last_run.created_at)}>{ago(p.last_run.finished_at ?? p.last_run.started_at ?? p.last_run.created_at)}</span>
-                          {p.last_run.error ? <div class="error-text">{p.last_run.error}</div> : null}
+                          {p.last_run.error ? (
+                            <div>
+                              <code class="error-text small">{p.last_run.error}</code>
+                            </div>
+                          ) : null}
                         </>
                       ) : (
                         <span class="muted">never</span>
                       )}
                     </td>
-                    <td>
+                    <td data-label="Last hour">
                       <MinuteChart minutes={stats?.per_minute} compact />
-                      <div class="muted small">{stats ? `${count(stats.per_minute.reduce((n, m) => n + m.events_written, 0))} written` : '\u00a0'}</div>
+                      <div class="muted small" title="Written by the pipeline's batches in the last hour. A replayed event is not counted here: it is in the pipeline's events.">
+                        {stats ? `${count(stats.per_minute.reduce((n, m) => n + m.events_written, 0))} written` : '\u00a0'}
+                      </div>
                     </td>
-                    <td class="number">
+                    <td class="number" data-label="Dead-lettered">
                       {stats ? (
                         stats.dead_lettered > 0 ? (
                           <Link to={href(`/pipelines/${encodeURIComponent(p.id)}`, { status: 'dead_lettered' })} class="error-text">
@@ -131,7 +141,7 @@ export function PipelinesView({ location, shell }: { location: Location; shell: 
                         </span>
                       )}
                     </td>
-                    <td>
+                    <td data-label="Actions">
                       <PipelineActions pipeline={p} action={action} onDone={resource.reload} />
                     </td>
                   </tr>
@@ -139,7 +149,7 @@ export function PipelinesView({ location, shell }: { location: Location; shell: 
               }) : undefined}
         />
       )}
-      {data ? <Pager first={href('/pipelines', { state })} next={data.page.next_cursor ? href('/pipelines', { state, cursor: data.page.next_cursor }) : null} onFirstPage={!cursor} /> : null}
+      {data ? <Pager cursor={cursor} next={data.page.has_more ? data.page.next_cursor : null} to={(c) => href('/pipelines', { state, cursor: c })} order="asc" /> : null}
     </Layout>
   );
 }

@@ -42,7 +42,8 @@ export function SignIn({ onSignedIn, reason }: { onSignedIn: () => void; reason?
         <label for="api-key">API key</label>
         <input id="api-key" name="api-key" type="password" autoComplete="off" spellcheck={false} required value={key} onInput={(e) => setKey(e.currentTarget.value)} aria-describedby="api-key-help" />
         <p id="api-key-help" class="help">
-          Create one with <code>ferry keys create --name console --scopes write</code>. It is kept in this tab only and sent to this server's API alone.
+          Create one on the server with <code>ferry keys create --name console</code>, or <code>npm run -s ferry -- keys create --name console</code> from a clone of the
+          repository; the key is the last line it prints. It is kept in this tab only and sent to this server's API alone.
         </p>
         <button type="submit" class="button button-primary" disabled={busy || key.trim() === ''}>
           {busy ? 'Signing in…' : 'Sign in'}

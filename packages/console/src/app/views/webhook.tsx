@@ -6,9 +6,11 @@ import { Badge } from '../components/badge.js';
 import { ConfirmDialog } from '../components/confirm-dialog.js';
 import { DataTable } from '../components/data-table.js';
 import { EmptyState } from '../components/empty-state.js';
+import { ListBar } from '../components/freshness.js';
 import { Layout, type Shell } from '../components/layout.js';
 import { Pager } from '../components/pager.js';
 import { ProblemBox } from '../components/problem-box.js';
+import { Chip, WrappingUrl } from '../components/text.js';
 import { ago, count, duration, inputFromIso, isoFromInput, utc } from '../format.js';
 import type { Delivery, DeliveryWithAttempts, WebhookSubscription } from '../records.js';
 import { href, Link, navigate, type Location } from '../router.js';
@@ -30,11 +32,15 @@ export function WebhookView({ id, location, shell }: { id: string; location: Loc
   const [open, setOpen] = useState<string | undefined>();
   const [recovering, setRecovering] = useState(false);
   const [disabling, setDisabling] = useState(false);
+  // The Created since field, controlled: it shows the URL's filter (a link, Back) and what the
+  // user types until Apply puts it in the URL.
+  const [sinceField, setSinceField] = useState(() => inputFromIso(since));
+  useEffect(() => setSinceField(inputFromIso(since)), [since]);
   const subscription = useResource<WebhookSubscription>(() => api<WebhookSubscription>('GET', `/v2/webhooks/${encodeURIComponent(id)}`), [id], 30_000);
   // A delivery `pending` is about to be attempted: the list is read again often until it is not.
   const [soon, setSoon] = useState(false);
   const deliveries = useResource<Page<Delivery>>(
-    () => api<Page<Delivery>>('GET', `/v2/webhooks/${encodeURIComponent(id)}/deliveries`, { query: { limit: 50, status, since, cursor } }),
+    () => api<Page<Delivery>>('GET', `/v2/webhooks/${encodeURIComponent(id)}/deliveries`, { query: { limit: 50, order: 'desc', status, since, cursor } }),
     [id, status, since, cursor],
     soon ? 1500 : 10_000,
   );
@@ -89,13 +95,27 @@ export function WebhookView({ id, location, shell }: { id: string; location: Loc
     <Layout {...shell} title={s ? `Webhook ${s.description || s.id}` : 'Webhook'} actions={actions}>
       {subscription.problem ? <ProblemBox problem={subscription.problem} context="The subscription could not be loaded" /> : null}
       <dl class="facts">
+        <div class="fact-wide">
+          <dt>URL</dt>
+          <dd>{s ? <WrappingUrl url={s.url} /> : '…'}</dd>
+        </div>
         <div>
           <dt>Status</dt>
           <dd>{s ? s.enabled ? <Badge value="enabled" /> : <><Badge value="disabled" /> {s.disabled_reason?.replace(/_/g, ' ')}</> : '…'}</dd>
         </div>
         <div>
           <dt>Events</dt>
-          <dd>{s ? s.events.map((e) => <code key={e} class="tag">{e}</code>) : '…'}</dd>
+          <dd>
+            {s ? (
+              <div class="chips">
+                {s.events.map((e) => (
+                  <Chip key={e} text={e} />
+                ))}
+              </div>
+            ) : (
+              '…'
+            )}
+          </dd>
         </div>
         <div>
           <dt>Created</dt>
@@ -112,29 +132,42 @@ export function WebhookView({ id, location, shell }: { id: string; location: Loc
       </nav>
       <form
         class="filter-form"
-        key={since}
         onSubmit={(event) => {
           event.preventDefault();
-          const value = new FormData(event.currentTarget).get('since');
-          navigate(href(base, { status, since: isoFromInput(String(value ?? '')) }));
+          navigate(href(base, { status, since: isoFromInput(sinceField) }));
         }}
       >
         <div class="field">
           <label for="deliveries-since">Created since (UTC)</label>
-          <input id="deliveries-since" name="since" type="datetime-local" step={1} defaultValue={inputFromIso(since)} />
+          <input id="deliveries-since" name="since" type="datetime-local" step={1} value={sinceField} onInput={(e) => setSinceField(e.currentTarget.value)} />
         </div>
         <div class="field field-buttons">
           <button type="submit" class="button button-primary">
             Apply
           </button>
+          {since ? (
+            <Link to={href(base, { status })} class="button">
+              Clear
+            </Link>
+          ) : null}
         </div>
       </form>
-      <p class="muted small">Oldest first: the API lists deliveries in the order they were made. Narrow with a time to reach recent ones.</p>
+      <ListBar updatedAt={deliveries.updatedAt} reading={deliveries.reading} onRefresh={() => (deliveries.reload(), subscription.reload())} label="deliveries">
+        <p class="muted small">Newest first, by when each delivery was made.</p>
+      </ListBar>
       <ActionOutcome action={action} />
       {deliveries.problem ? <ProblemBox problem={deliveries.problem} context="The deliveries could not be loaded" /> : null}
       {rows && rows.length === 0 ? (
-        <EmptyState title={status ? `No ${status} deliveries.` : 'No deliveries yet.'}>
-          <p>A delivery is made for every platform event this subscription names, when it happens.</p>
+        <EmptyState title={status || since ? `No ${status ? `${status} ` : ''}deliveries${since ? ` since ${utc(since)}` : ''}.` : cursor ? 'No older deliveries.' : 'No deliveries yet.'}>
+          <p>
+            {status || since ? (
+              <>
+                <Link to={href(base)}>See every delivery</Link>.
+              </>
+            ) : (
+              'A delivery is made for every platform event this subscription names, when it happens.'
+            )}
+          </p>
         </EmptyState>
       ) : (
         <DataTable
@@ -145,24 +178,26 @@ export function WebhookView({ id, location, shell }: { id: string; location: Loc
             ? rows.flatMap((d) => {
                 const out = [
                   <tr key={d.id} data-delivery-id={d.id}>
-                    <td>
+                    <th scope="row" class="row-time">
                       {utc(d.created_at)}
-                      <div class="muted mono">{d.id}</div>
+                      <div class="muted mono small">{d.id}</div>
+                    </th>
+                    <td data-label="Event">
+                      <Chip text={d.event_type} />
+                      <div class="muted mono small">{d.event_id}</div>
                     </td>
-                    <td>
-                      <code>{d.event_type}</code>
-                      <div class="muted mono">{d.event_id}</div>
-                    </td>
-                    <td>
+                    <td data-label="Status">
                       <Badge value={d.status} />
                     </td>
-                    <td class="number">{d.attempts}</td>
-                    <td>
-                      {d.last_response_status ? <code>HTTP {d.last_response_status}</code> : null}
-                      {d.last_error ? <div class="error-text">{d.last_error}</div> : null}
+                    <td class="number" data-label="Attempts">
+                      {d.attempts}
                     </td>
-                    <td>{d.next_attempt_at ? <span title={utc(d.next_attempt_at)}>{ago(d.next_attempt_at)}</span> : ''}</td>
-                    <td>
+                    <td data-label="Last answer">
+                      {d.last_response_status ? <code>HTTP {d.last_response_status}</code> : null}
+                      {d.last_error && d.last_error !== `HTTP ${d.last_response_status}.` ? <div class="error-text">{d.last_error}</div> : null}
+                    </td>
+                    <td data-label="Next attempt">{d.next_attempt_at ? <span title={utc(d.next_attempt_at)}>{ago(d.next_attempt_at)}</span> : ''}</td>
+                    <td data-label="Actions">
                       <div class="actions">
                         {d.status === 'failed' || d.status === 'delivered' ? (
                           <button type="button" class="button" disabled={action.busy} aria-label={`Redeliver ${d.event_type} delivery ${d.id}`} onClick={() => redeliver(d)}>
@@ -181,7 +216,7 @@ export function WebhookView({ id, location, shell }: { id: string; location: Loc
               }) : undefined}
         />
       )}
-      {deliveries.data ? <Pager first={href(base, { status, since })} next={deliveries.data.next_cursor ? href(base, { status, since, cursor: deliveries.data.next_cursor }) : null} onFirstPage={!cursor} /> : null}
+      {deliveries.data ? <Pager cursor={cursor} next={deliveries.data.has_more ? deliveries.data.next_cursor : null} to={(c) => href(base, { status, since, cursor: c })} order="desc" /> : null}
       <ConfirmDialog
         open={disabling}
         title="Disable the subscription"
@@ -222,29 +257,34 @@ function AttemptsRow({ subscriptionId, delivery }: { subscriptionId: string; del
         {resource.problem ? <ProblemBox problem={resource.problem} context="The attempts could not be loaded" /> : null}
         {history && history.length === 0 ? <p class="muted">No attempt yet.</p> : null}
         {history && history.length > 0 ? (
-          <table class="inner">
-            <caption>Attempts of {delivery.id}</caption>
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Answer</th>
-                <th scope="col">Took</th>
-                <th scope="col">Error</th>
-                <th scope="col">Body (first 1 KiB)</th>
-              </tr>
-            </thead>
-            <tbody>
-              {history.map((a) => (
-                <tr key={a.id}>
-                  <td>{utc(a.attempted_at)}</td>
-                  <td>{a.response_status ? <code>HTTP {a.response_status}</code> : '—'}</td>
-                  <td>{duration(a.duration_ms)}</td>
-                  <td>{a.error ? <span class="error-text">{a.error}</span> : null}</td>
-                  <td>{a.response_body ? <pre class="json small">{a.response_body}</pre> : null}</td>
+          <div class="inner-wrap">
+            <p class="inner-title" aria-hidden="true">
+              Attempts of <span class="mono small">{delivery.id}</span>
+            </p>
+            <table class="inner">
+              <caption class="visually-hidden">Attempts of {delivery.id}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">When</th>
+                  <th scope="col">Answer</th>
+                  <th scope="col">Took</th>
+                  <th scope="col">Error</th>
+                  <th scope="col">Body (first 1 KiB)</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {history.map((a) => (
+                  <tr key={a.id}>
+                    <td>{utc(a.attempted_at)}</td>
+                    <td>{a.response_status ? <code>HTTP {a.response_status}</code> : '—'}</td>
+                    <td>{duration(a.duration_ms)}</td>
+                    <td>{a.error ? <span class="error-text">{a.error}</span> : null}</td>
+                    <td>{a.response_body ? <pre class="json small">{a.response_body}</pre> : null}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         ) : null}
         {!history && !resource.problem ? <p class="muted">Loading attempts…</p> : null}
       </td>

@@ -3,9 +3,11 @@ import { api, type Page } from '../api.js';
 import { Badge } from '../components/badge.js';
 import { DataTable } from '../components/data-table.js';
 import { EmptyState } from '../components/empty-state.js';
+import { ListBar } from '../components/freshness.js';
 import { Layout, type Shell } from '../components/layout.js';
 import { Pager } from '../components/pager.js';
 import { ProblemBox } from '../components/problem-box.js';
+import { Chip, WrappingUrl } from '../components/text.js';
 import type { WebhookSubscription } from '../records.js';
 import { href, Link, type Location } from '../router.js';
 import { useResource } from '../use-resource.js';
@@ -17,6 +19,7 @@ export function WebhooksView({ location, shell }: { location: Location; shell: S
   const subscriptions = resource.data?.data;
   return (
     <Layout {...shell} title="Webhooks">
+      <ListBar updatedAt={resource.updatedAt} reading={resource.reading} onRefresh={resource.reload} label="subscriptions" />
       {resource.problem ? <ProblemBox problem={resource.problem} context="The subscriptions could not be loaded" /> : null}
       {subscriptions && subscriptions.length === 0 ? (
         <EmptyState title="No webhook subscriptions yet.">
@@ -33,22 +36,28 @@ export function WebhooksView({ location, shell }: { location: Location; shell: S
             ? subscriptions.map((s) => (
                 <tr key={s.id}>
                   <th scope="row">
-                    <Link to={href(`/webhooks/${encodeURIComponent(s.id)}`)} class="break">
-                      {s.url}
+                    <Link to={href(`/webhooks/${encodeURIComponent(s.id)}`)}>
+                      <WrappingUrl url={s.url} />
                     </Link>
-                    <div class="muted mono">{s.id}</div>
+                    <div class="muted mono small">{s.id}</div>
                   </th>
-                  <td>{s.events.map((e) => <code key={e} class="tag">{e}</code>)}</td>
-                  <td>
+                  <td data-label="Events">
+                    <div class="chips">
+                      {s.events.map((e) => (
+                        <Chip key={e} text={e} />
+                      ))}
+                    </div>
+                  </td>
+                  <td data-label="Status">
                     {s.enabled ? <Badge value="enabled" /> : <Badge value="disabled" />}
                     {s.disabled_reason ? <div class="error-text">{s.disabled_reason.replace(/_/g, ' ')}</div> : null}
                   </td>
-                  <td>{s.description ?? ''}</td>
+                  <td data-label="Description">{s.description ?? ''}</td>
                 </tr>
               )) : undefined}
         />
       )}
-      {resource.data ? <Pager first={href('/webhooks')} next={resource.data.next_cursor ? href('/webhooks', { cursor: resource.data.next_cursor }) : null} onFirstPage={!cursor} /> : null}
+      {resource.data ? <Pager cursor={cursor} next={resource.data.has_more ? resource.data.next_cursor : null} to={(c) => href('/webhooks', { cursor: c })} order="asc" /> : null}
     </Layout>
   );
 }
