@@ -642,14 +642,14 @@ async function layoutFaults(page: Page): Promise<string[]> {
     const faults: string[] = [];
     const root = document.documentElement;
     if (root.scrollWidth > root.clientWidth) faults.push(`the page scrolls sideways by ${root.scrollWidth - root.clientWidth} px`);
-    for (const box of document.querySelectorAll('.table-wrap')) if (box.scrollWidth > box.clientWidth) faults.push(`a table is clipped by ${box.scrollWidth - box.clientWidth} px`);
-    for (const chip of document.querySelectorAll<HTMLElement>('.chip')) {
+    for (const box of Array.from(document.querySelectorAll('.table-wrap'))) if (box.scrollWidth > box.clientWidth) faults.push(`a table is clipped by ${box.scrollWidth - box.clientWidth} px`);
+    for (const chip of Array.from(document.querySelectorAll<HTMLElement>('.chip'))) {
       const style = getComputedStyle(chip);
       if (style.whiteSpace !== 'nowrap' || chip.getClientRects().length > 1 || chip.getBoundingClientRect().height > parseFloat(style.lineHeight || '20') * 1.6 + 4) faults.push(`chip ${chip.textContent} takes more than a line`);
       if (chip.scrollWidth > chip.clientWidth && chip.title !== chip.textContent) faults.push(`chip ${chip.textContent} is cut without its tooltip`);
     }
-    for (const time of document.querySelectorAll<HTMLElement>('time')) if (time.getClientRects().length > 1) faults.push(`time ${time.textContent} is broken across lines`);
-    for (const url of document.querySelectorAll<HTMLElement>('.url, .event-type')) {
+    for (const time of Array.from(document.querySelectorAll<HTMLElement>('time'))) if (time.getClientRects().length > 1) faults.push(`time ${time.textContent} is broken across lines`);
+    for (const url of Array.from(document.querySelectorAll<HTMLElement>('.url, .event-type'))) {
       const text = url.textContent ?? '';
       const walker = document.createTreeWalker(url, NodeFilter.SHOW_TEXT);
       const chars: Array<[Text, number]> = [];
