@@ -1,7 +1,8 @@
 /**
  * `engine.pipelines.stats` over a running pipeline (docs/api.md, Pipeline statistics): the
  * events its batches commit, counted per minute of commit on a virtual clock across two minutes,
- * the dense window, the dead-lettered count and what a replay changes of it, and workspace
+ * the dense window, the dead-lettered count and what a replay changes of it (written, in its
+ * minute), and workspace
  * isolation. On a SQLite file (clean batches commit on the writer thread, a batch with a dead
  * letter on the engine's connection), in-memory SQLite and Postgres (the knex transaction).
  */
@@ -92,18 +93,20 @@ describe.each(STORAGES)('pipeline stats [$name]', ({ config }) => {
     expect(hour.per_minute[0]).toEqual(zero('2026-11-26T18:05:00.000Z'));
     expect(hour.per_minute.slice(-2)).toEqual(stats.per_minute.slice(-2));
 
-    // The replay of the dead letter changes the count now, not the minutes: replays are not batches.
+    // The replay of the dead letter changes the count now, and counts as written in the minute
+    // it committed in (never as a read: the event was read once, by its batch).
     hub.sink('out').acceptAll();
     const dead = (await engine.events.list(WS, pipelineId, { status: 'dead_lettered' })).data[0]!;
     expect((await engine.events.replay(WS, dead.id)).status).toBe('replaying');
     await eventually(clock, async () => (await engine.events.get(WS, dead.id)).status === 'delivered', 1000);
     const after = await engine.pipelines.stats(WS, pipelineId, { minutes: 3 });
     expect(after).toMatchObject({ dead_lettered: 0, replaying: 0 });
-    expect(after.per_minute).toEqual(stats.per_minute);
+    expect(clock.now()).toBeLessThan(Date.parse('2026-11-26T19:05:00.000Z'));
+    expect(after.per_minute).toEqual([stats.per_minute[0], stats.per_minute[1], { ...stats.per_minute[2]!, events_written: stats.per_minute[2]!.events_written + 1 }]);
 
     // A minute later the window has moved on: 19:03 and 19:04 are the first two of three.
     await clock.advanceTo(Date.parse('2026-11-26T19:05:00.000Z'));
-    expect((await engine.pipelines.stats(WS, pipelineId, { minutes: 3 })).per_minute).toEqual([...stats.per_minute.slice(1), zero('2026-11-26T19:05:00.000Z')]);
+    expect((await engine.pipelines.stats(WS, pipelineId, { minutes: 3 })).per_minute).toEqual([...after.per_minute.slice(1), zero('2026-11-26T19:05:00.000Z')]);
   });
 
   it('is workspace-isolated like `get`, and checks `minutes`', async () => {

@@ -99,6 +99,27 @@ export async function commitReplay(ctx: EngineContext, input: { pipeline: Pipeli
         if (r.status !== 'dead_lettered') await repos.events.deleteDeadLetter(r.event.id);
       }
       await recordResults(repos, emit, input.pipeline, input.results, now);
+      const minute = replayMinute(input.pipeline, input.results, ctx.clock.now());
+      if (minute) await repos.pipelineMinutes.add(minute);
     }),
   );
+}
+
+/**
+ * What a replay adds to its pipeline's minute of commit (`pipelines.stats`): the events it wrote,
+ * filtered or dead-lettered again, so that every delivery counts as written; never a read (the
+ * event was read once, by its batch). Undefined when it adds nothing.
+ */
+function replayMinute(pipeline: PipelineRow, results: readonly ItemResult[], nowMs: number) {
+  let written = 0;
+  let filtered = 0;
+  let dead = 0;
+  for (const r of results) {
+    if (r.status === 'delivered') written++;
+    else if (r.status === 'filtered') filtered++;
+    else if (r.status === 'dead_lettered') dead++;
+  }
+  if (written + filtered + dead === 0) return undefined;
+  const minute = new Date(Math.floor(nowMs / 60_000) * 60_000).toISOString();
+  return { pipeline_id: pipeline.id, workspace_id: pipeline.workspace_id, minute, events_read: 0, events_written: written, events_filtered: filtered, events_dead_lettered: dead };
 }

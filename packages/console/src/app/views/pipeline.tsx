@@ -131,7 +131,7 @@ export function PipelineView({ id, tab, location, shell }: { id: string; tab: 'e
           ) : (
             <MinuteChart minutes={data?.stats?.per_minute} />
           )}
-          <p class="muted small chart-note">Counted as the pipeline's batches commit. A replayed dead letter is not a batch: once delivered it shows in the events below, not in these counts nor in a run's.</p>
+          <p class="muted small chart-note">Counted by minute of commit. A replayed event counts as written in the minute it was delivered, not as read: a minute may show more written than read. A run counts its batches only.</p>
         </div>
       </section>
       <nav class="tabs" aria-label="Pipeline">

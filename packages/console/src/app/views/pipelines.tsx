@@ -122,7 +122,7 @@ export function PipelinesView({ location, shell }: { location: Location; shell: 
                     </td>
                     <td data-label="Last hour">
                       <MinuteChart minutes={stats?.per_minute} compact />
-                      <div class="muted small" title="Written by the pipeline's batches in the last hour. A replayed event is not counted here: it is in the pipeline's events.">
+                      <div class="muted small" title="Written in the last hour, replayed events included.">
                         {stats ? `${count(stats.per_minute.reduce((n, m) => n + m.events_written, 0))} written` : '\u00a0'}
                       </div>
                     </td>
