@@ -131,6 +131,7 @@ describeMatrix('workspace isolation', (ctx) => {
     ['POST', (o) => `/v2/webhooks/${o.webhook}/rotate-secret`],
     ['GET', (o) => `/v2/webhooks/${o.webhook}/deliveries`],
     ['GET', (o) => `/v2/webhooks/${o.webhook}/deliveries/${o.delivery}`],
+    ['GET', (o) => `/v2/deliveries/${o.delivery}`],
     ['POST', (o) => `/v2/webhooks/${o.webhook}/deliveries/${o.delivery}/redeliver`],
     ['POST', (o) => `/v2/webhooks/${o.webhook}/recover`, { since: '2026-01-01T00:00:00.000Z' }],
   ];

@@ -114,6 +114,7 @@ const PATH_IDS: Record<string, string> = {
   'GET /v2/webhooks/{id}/deliveries id': 'whk',
   'GET /v2/webhooks/{id}/deliveries/{delivery_id} id': 'whk',
   'GET /v2/webhooks/{id}/deliveries/{delivery_id} delivery_id': 'dlv',
+  'GET /v2/deliveries/{id} id': 'dlv',
   'POST /v2/webhooks/{id}/deliveries/{delivery_id}/redeliver id': 'whk',
   'POST /v2/webhooks/{id}/deliveries/{delivery_id}/redeliver delivery_id': 'dlv',
   'POST /v2/webhooks/{id}/recover id': 'whk',

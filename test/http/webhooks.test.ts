@@ -128,6 +128,11 @@ describeMatrix('webhooks', (ctx) => {
     expect(one.status, one.text).toBe(200);
     expect(one.body).toMatchObject({ id: failed.id, status: 'failed', attempt_history: [] });
     expectProblem(await ctx.api.request('GET', `/v2/webhooks/${ghostId('whk')}/deliveries`), 404, 'not_found');
+    // The same delivery by its id alone, whatever its subscription.
+    const found = await ctx.api.request('GET', `/v2/deliveries/${failed.id}`);
+    expect(found.status, found.text).toBe(200);
+    expect(found.body).toEqual(one.body);
+    expectProblem(await ctx.api.request('GET', `/v2/deliveries/${ghostId('dlv')}`), 404, 'not_found');
   });
 
   it('a delivery is 404 under an unknown id or under another subscription', async () => {

@@ -163,10 +163,24 @@ export class WebhooksService {
 
   /** One delivery with its attempt history. */
   async getDelivery(workspaceId: string, id: string, deliveryId: string): Promise<DeliveryWithAttempts> {
-    const repos = reader(this.ctx);
-    const row = await repos.deliveries.get(workspaceId, id, deliveryId);
+    const row = await reader(this.ctx).deliveries.get(workspaceId, id, deliveryId);
     if (!row) throw notFound('delivery', deliveryId);
-    const attempts = await repos.deliveries.attempts(deliveryId);
+    return this.withAttempts(row);
+  }
+
+  /**
+   * One delivery of any subscription of the workspace, by its id alone, with its attempt history
+   * (`GET /v2/deliveries/{id}`): for a delivery id found in a log or a receiver's records.
+   */
+  async findDelivery(workspaceId: string, deliveryId: string): Promise<DeliveryWithAttempts> {
+    const row = await reader(this.ctx).deliveries.find(workspaceId, deliveryId);
+    if (!row) throw notFound('delivery', deliveryId);
+    return this.withAttempts(row);
+  }
+
+  private async withAttempts(row: DeliveryRow): Promise<DeliveryWithAttempts> {
+    const deliveryId = row.id;
+    const attempts = await reader(this.ctx).deliveries.attempts(deliveryId);
     return {
       ...presentDelivery(row),
       attempt_history: attempts.map((a) => ({

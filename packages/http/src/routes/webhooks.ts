@@ -131,6 +131,18 @@ export const webhookRoutes: RouteDefinition[] = [
     handle: async ({ engine, workspaceId, params }) => ok(await engine.webhooks.getDelivery(workspaceId, params.id!, params.delivery_id!)),
   },
   {
+    method: 'GET',
+    path: '/v2/deliveries/{id}',
+    operationId: 'findDelivery',
+    summary: 'Get a delivery of any subscription of the workspace by id, with its attempt history',
+    tag: 'Webhooks',
+    auth: scope.read,
+    body: 'none',
+    responses: { 200: { description: 'The delivery.', schema: 'DeliveryWithAttempts' } },
+    errors: [404],
+    handle: async ({ engine, workspaceId, params }) => ok(await engine.webhooks.findDelivery(workspaceId, params.id!)),
+  },
+  {
     method: 'POST',
     path: '/v2/webhooks/{id}/deliveries/{delivery_id}/redeliver',
     operationId: 'redeliverDelivery',

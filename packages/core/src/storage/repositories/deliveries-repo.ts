@@ -130,6 +130,12 @@ export class DeliveriesRepo {
     return row ? map(row) : null;
   }
 
+  /** A delivery of any subscription of the workspace, by its id alone. */
+  async find(workspaceId: string, id: string): Promise<DeliveryRow | null> {
+    const row = await this.db('deliveries').where({ workspace_id: workspaceId, id }).first();
+    return row ? map(row) : null;
+  }
+
   /** Deliveries of a subscription by id, optionally by status and creation time. */
   async list(
     workspaceId: string,
