@@ -471,6 +471,13 @@ describe('the console’s listings', () => {
     expect(await page.locator('tr[data-delivery-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-delivery-id')))).toEqual(newestFirst);
     expect(await page.locator('main').textContent()).not.toMatch(/Oldest first|Narrow with a time/);
     expect(await page.getByText('Newest first, by when each delivery was made.').count()).toBe(1);
+    // A delivery's id, found from anywhere, opens its subscription's deliveries (GET /v2/deliveries/{id}).
+    await page.goto(`${host.consoleUrl}/pipelines`);
+    const find = page.getByRole('search');
+    await find.getByLabel('Find an event by id').fill(newestFirst[2]!);
+    await find.getByRole('button', { name: 'Find' }).click();
+    await page.waitForURL((url) => url.pathname.endsWith(`/webhooks/${subscription.id}`));
+    await page.locator(`tr[data-delivery-id="${newestFirst[2]!}"]`).waitFor();
   }, 60_000);
 
   it('shows the URL’s filters in the form, offers to clear them only when one is set, and says what a replay does to the counts', async () => {
@@ -609,10 +616,10 @@ describe('the console’s look-up by id', () => {
     await find.getByRole('button', { name: 'Find' }).click();
     await page.getByRole('alert').getByText('not_found').waitFor();
     await page.getByText('The ids an ingest answers name the records it stored').waitFor();
-    // A delivery's id: the API finds deliveries under their subscription only, and the page says so.
+    // A delivery's id no delivery has: said in words (one that exists opens its subscription, below).
     await find.getByLabel('Find an event by id').fill('dlv_01ARZ3NDEKTSV4RRFFQ69G5FAV');
     await find.getByRole('button', { name: 'Find' }).click();
-    await page.getByText('the API finds a delivery under its subscription only').waitFor();
+    await page.getByText('No delivery of this workspace has the id dlv_01ARZ3NDEKTSV4RRFFQ69G5FAV.').waitFor();
     // A pipeline's id opens the pipeline.
     await find.getByLabel('Find an event by id').fill(pipeline.id);
     await find.getByRole('button', { name: 'Find' }).click();

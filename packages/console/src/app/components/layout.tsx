@@ -1,5 +1,7 @@
 import type { ComponentChildren, JSX } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, ApiError } from '../api.js';
+import type { Delivery } from '../records.js';
 import { href, Link, navigate, takeFocusRequest } from '../router.js';
 
 const SECTIONS = [
@@ -17,8 +19,8 @@ const FINDABLE: Array<{ prefix: string; path: (id: string) => string }> = [
 
 /**
  * The header's search box: an event's id opens the event (`GET /v2/events/{id}`, whatever its
- * pipeline), a pipeline's or a subscription's its page. Anything else is answered in words:
- * the API looks a delivery up under its subscription only, so a `dlv_` id alone cannot be opened.
+ * pipeline), a pipeline's or a subscription's its page, and a delivery's id its subscription's
+ * deliveries (`GET /v2/deliveries/{id}` says which). Anything else is answered in words.
  */
 function FindById({ onHint }: { onHint: (hint: string | undefined) => void }): JSX.Element {
   const [value, setValue] = useState('');
@@ -30,10 +32,17 @@ function FindById({ onHint }: { onHint: (hint: string | undefined) => void }): J
       onHint(undefined);
       setValue('');
       navigate(href(found.path(id)));
-    } else if (id.startsWith('dlv_')) {
-      onHint(`${id} is a webhook delivery: the API finds a delivery under its subscription only. Open the subscription in Webhooks; its deliveries are listed newest first.`);
+    } else if (id.startsWith('dlv_') && id.length > 4) {
+      api<Delivery>('GET', `/v2/deliveries/${encodeURIComponent(id)}`).then(
+        (delivery) => {
+          onHint(undefined);
+          setValue('');
+          navigate(href(`/webhooks/${encodeURIComponent(delivery.subscription_id)}`));
+        },
+        (error: unknown) => onHint(error instanceof ApiError && error.problem.code === 'not_found' ? `No delivery of this workspace has the id ${id}.` : `The delivery could not be read: ${error instanceof Error ? error.message : String(error)}`),
+      );
     } else {
-      onHint('Find takes the id of an event (evt_…), a pipeline (pip_…) or a webhook subscription (whk_…).');
+      onHint('Find takes the id of an event (evt_…), a pipeline (pip_…), a webhook subscription (whk_…) or a delivery (dlv_…).');
     }
   };
   return (
