@@ -13,7 +13,7 @@
  * first (at once when it is; a minute or two on a fresh checkout).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -110,17 +110,25 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
  * Runs `command` as the leader of a process group of its own, and waits (at most `timeoutMs`) for
  * it to end and its output to close; on the deadline the whole group is killed.
  */
-function run(command: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Finished> {
-  const child = spawn(command, args, { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+function run(command: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number, outputDir?: string): Promise<Finished> {
+  // With `outputDir`, the output goes to files there, read once the command ended: a pipe shared
+  // with a background Node process (the session's receiver) is made non-blocking by that process
+  // (Node 24 does), and curl's large writes to it then stall; a terminal or a file does not.
+  const files = outputDir ? { out: join(outputDir, 'stdout.txt'), err: join(outputDir, 'stderr.txt') } : undefined;
+  const fds = files ? [openSync(files.out, 'w'), openSync(files.err, 'w')] : undefined;
+  const child = spawn(command, args, { cwd: ROOT, env, detached: true, stdio: ['ignore', fds?.[0] ?? 'pipe', fds?.[1] ?? 'pipe'] });
+  if (fds) for (const fd of fds) closeSync(fd);
   groups.add(child.pid!);
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
+  child.stdout?.on('data', (d) => (stdout += d));
+  child.stderr?.on('data', (d) => (stderr += d));
+  const collected = () => (files ? { stdout: readFileSync(files.out, 'utf8'), stderr: readFileSync(files.err, 'utf8') } : { stdout, stderr });
   return new Promise((done, fail) => {
     const timer = setTimeout(() => {
       killGroup(child.pid!, 'SIGKILL');
-      fail(new Error(`${command} ${args.join(' ')}: still running after ${timeoutMs / 1000} s\n${stdout}\n${stderr}`));
+      const { stdout: out, stderr: err } = collected();
+      fail(new Error(`${command} ${args.join(' ')}: still running after ${timeoutMs / 1000} s\n${out.slice(-4000)}\n${err.slice(-4000)}`));
     }, timeoutMs);
     child.on('error', fail);
     child.on('close', (code, signal) => {
@@ -128,7 +136,7 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs:
       // Whatever the leader left behind goes with it.
       killGroup(child.pid!, 'SIGKILL');
       groups.delete(child.pid!);
-      done({ code, signal, stdout, stderr });
+      done({ code, signal, ...collected() });
     });
   });
 }
@@ -193,7 +201,7 @@ it('the README curl session runs as written: the receiver it starts gets the eve
   const receiverPort = await freePort();
   const file = join(dir, 'session.sh');
   writeFileSync(file, script.replace(/\b8080\b/g, port).replace(/\b9000\b/g, String(receiverPort)));
-  const session = await run('bash', ['-e', file], env, SESSION_TIMEOUT_MS);
+  const session = await run('bash', ['-e', file], env, SESSION_TIMEOUT_MS, dir);
   const report = `exit ${session.code} (${session.signal})\n--- stdout\n${session.stdout}\n--- stderr\n${session.stderr}\n--- server\n${serverOutput}`;
   expect(session.code, report).toBe(0);
   expect(session.stdout, report).not.toContain('"type":"/problems/');

@@ -180,9 +180,20 @@ export function installScripts(appDir: string): InstallScript[] {
 const ADDON = 'build/Release/better_sqlite3.node';
 
 /**
+ * The workspace's addon for the Node that runs this test: the one built for its ABI under
+ * lib/binding (where `scripts/test-node-versions.mjs` puts each Node line's build, the install's
+ * own one included while it runs), else the install's own build/Release.
+ */
+function workspaceAddon(workspace: string): string | undefined {
+  const byAbi = join(workspace, 'lib/binding', `node-v${process.versions.modules}-${process.platform}-${process.arch}`, 'better_sqlite3.node');
+  if (existsSync(byAbi)) return byAbi;
+  return existsSync(join(workspace, ADDON)) ? join(workspace, ADDON) : undefined;
+}
+
+/**
  * Gives the app's better-sqlite3 its native addon without compiling SQLite again: the workspace's
- * copy was built by its own install, from the same source (same version), by the Node that runs
- * this test (same ABI, platform and architecture), and the addon is the only output of the
+ * copy was built from the same source (same version) for the Node that runs this test (same ABI,
+ * platform and architecture; see {@link workspaceAddon}), and the addon is the only output of the
  * package's install script. So the copy is the very file the app's install would produce. When
  * the versions differ, the app's copy is compiled by npm as a user's install would (slow).
  * @returns how the addon was provided, for the report.
@@ -192,9 +203,10 @@ export async function provideBetterSqlite3(appDir: string, root: string): Promis
   const workspace = join(root, 'node_modules/better-sqlite3');
   if (!existsSync(app)) return 'not in the closure';
   const version = (dir: string) => (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest).version;
-  if (existsSync(join(workspace, ADDON)) && version(app) === version(workspace)) {
+  const addon = workspaceAddon(workspace);
+  if (addon !== undefined && version(app) === version(workspace)) {
     mkdirSync(join(app, dirname(ADDON)), { recursive: true });
-    copyFileSync(join(workspace, ADDON), join(app, ADDON));
+    copyFileSync(addon, join(app, ADDON));
     return `copied the workspace's ${ADDON} (better-sqlite3 ${version(app)}, Node ABI ${process.versions.modules})`;
   }
   const result = await run('npm', ['rebuild', 'better-sqlite3', '--foreground-scripts'], { cwd: appDir, timeoutMs: 600_000 });
