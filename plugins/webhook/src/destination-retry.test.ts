@@ -1,10 +1,10 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { ConnectorError, generateWebhookSecret, OutboundClient, type Clock, type DestinationEvent } from '@ferry/core';
 import { connectorContext, VirtualClock } from '@ferry/testing';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_RETRY_AFTER_MS, RETRY_BASE_DELAY_MS, RETRY_MAX_DELAY_MS, retryAfterMs, retryDelay, webhookDestination } from './destination.js';
 import { webhook, type WebhookConfig } from './index.js';
-import { startReceiver, type ReceivedRequest, type Reply, type TestReceiver } from './test-receiver.js';
+import { receiverForFile, type ReceivedRequest, type Reply, type TestReceiver } from './test-receiver.js';
 
 // Retries within a write, against a real receiver on loopback. Every delay runs on a virtual
 // clock that the tests move: nothing here waits in real time.
@@ -30,16 +30,9 @@ const recording: Clock = {
 const secret = generateWebhookSecret();
 const plugin = webhook({ allowHttp: ['127.0.0.1'] });
 
-let receiver: TestReceiver;
-beforeAll(async () => {
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await receiver.close();
-});
+let receiver!: TestReceiver;
+receiverForFile((r) => (receiver = r));
 beforeEach(() => {
-  receiver.requests.length = 0;
-  receiver.reply(() => ({ status: 200 }));
   delays.length = 0;
   driven = 0;
 });

@@ -1,9 +1,9 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { ConnectorError, generateWebhookSecret, webhookSecretBytes, type DestinationEvent } from '@ferry/core';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { webhook, type WebhookConfig } from './index.js';
 import { connectorContext, VirtualClock } from '@ferry/testing';
-import { startReceiver, type ReceivedRequest, type Reply, type TestReceiver } from './test-receiver.js';
+import { receiverForFile, startReceiver, type ReceivedRequest, type Reply, type TestReceiver } from './test-receiver.js';
 
 const NOW_MS = 1_760_000_000_123;
 const clock = new VirtualClock(NOW_MS, { settleRealMs: 1 });
@@ -85,17 +85,8 @@ function holdRequests() {
   };
 }
 
-let receiver: TestReceiver;
-beforeAll(async () => {
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await receiver.close();
-});
-beforeEach(() => {
-  receiver.requests.length = 0;
-  receiver.reply(() => ({ status: 200 }));
-});
+let receiver!: TestReceiver;
+receiverForFile((r) => (receiver = r));
 
 describe('webhook destination', () => {
   it('sends chunks of batch_size as { events } bodies, signed with the connector secret', async () => {

@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 
 /** One request the receiver got. */
 export interface ReceivedRequest {
@@ -71,4 +72,23 @@ export async function startReceiver(): Promise<TestReceiver> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * One receiver for a test file: started before its tests and closed after them; before each
+ * test its requests are forgotten and it answers 200 again. `use` is given it once started.
+ */
+export function receiverForFile(use: (receiver: TestReceiver) => void): void {
+  let receiver: TestReceiver | undefined;
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    use(receiver);
+  });
+  afterAll(async () => {
+    await receiver?.close();
+  });
+  beforeEach(() => {
+    receiver!.requests.length = 0;
+    receiver!.reply(() => ({ status: 200 }));
+  });
 }
