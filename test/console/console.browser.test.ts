@@ -320,6 +320,13 @@ describe('the console for every user', () => {
     expect(text).toContain('connection_refused');
     expect(text).toMatch(/Next attempt \d{4}-/);
     await shot(page, 'pipeline-held');
+    // The run that keeps retrying the batch says so in the Runs tab, with the failure's code.
+    expect((await engine.pipelines.get('default', pipeline.id)).last_run?.held).not.toBeNull();
+    await page.getByRole('link', { name: 'Runs' }).click();
+    const running = page.getByRole('row').filter({ hasText: 'running' });
+    await running.getByText(/held, \d+ attempts/).waitFor();
+    expect(await running.getByText('connection_refused').count()).toBe(1);
+    await page.getByRole('link', { name: 'Events' }).click();
     // The destination is back: the flow moves, and the notice goes with the next refresh.
     hub.sink('out').up();
     // Reloaded once the events are listed too: the hold may end a moment before the batch's

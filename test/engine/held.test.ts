@@ -1,6 +1,7 @@
 /**
  * Held work, visible (docs/api.md, Pipelines): a pipeline whose flow is held says what it waits
- * on, in its record, in /metrics and in one log line, not one per retry; a dead letter is logged.
+ * on, in its record, its running run, /metrics and one log line, not one per retry; a dead letter
+ * is logged.
  */
 import { afterEach, expect, it } from 'vitest';
 import { createEngine, type Engine, type Logger } from '@ferry/core';
@@ -43,6 +44,12 @@ it('a held pipeline says what it waits on, in its record and in /metrics, logs o
   const metrics = createMetrics(engine);
   expect(pipeline.held).toBeNull();
 
+  await eventually(clock, async () => (await engine.pipelines.get(WS, pipeline.id)).held !== null, MINUTE);
+  // While its run still retries, the run shows the same hold, in the listing and as the last run.
+  const first = await engine.pipelines.get(WS, pipeline.id);
+  expect(first.last_run).toMatchObject({ status: 'running', trigger: 'stream', held: { since: first.held!.since, error: { code: 'connection_refused' }, events_waiting: 25 } });
+  expect((await engine.pipelines.listRuns(WS, pipeline.id, { order: 'desc' })).data[0]?.held).toEqual(first.held);
+
   await eventually(clock, async () => ((await engine.pipelines.get(WS, pipeline.id)).held?.attempts ?? 0) >= 3, MINUTE);
   await clock.advance(4 * MINUTE);
   const { held } = await engine.pipelines.get(WS, pipeline.id);
@@ -58,6 +65,7 @@ it('a held pipeline says what it waits on, in its record and in /metrics, logs o
 
   await eventually(clock, () => hub.sink('out').events.size === 30, 10 * MINUTE);
   await eventually(clock, async () => (await engine.pipelines.get(WS, pipeline.id)).held === null, MINUTE);
+  expect((await engine.pipelines.listRuns(WS, pipeline.id)).data.every((r) => r.held === null)).toBe(true);
   expect(await metrics.render()).toContain('ferry_pipelines_held 0');
   expect(lines).toContain('info pipeline flow recovered');
 });

@@ -36,6 +36,7 @@ export {
   type TransformStep,
   type Run,
   type Pipeline,
+  type PipelineHold,
   type CreatePipelineInput,
   type UpdatePipelineInput,
   type EventRecord,

@@ -51,6 +51,9 @@ export type Run = Static<typeof resourceSchemas.Run>;
 /** A pipeline as the API returns it. */
 export type Pipeline = Static<typeof resourceSchemas.Pipeline>;
 
+/** What a held flow waits on: `held` of a pipeline, and of its running run. */
+export type PipelineHold = NonNullable<Pipeline['held']>;
+
 /** Input of `pipelines.create`. */
 export type CreatePipelineInput = Static<typeof inputSchemas.createPipeline>;
 

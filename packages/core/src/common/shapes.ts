@@ -76,6 +76,17 @@ const ConnectorRotation = Type.Object({
   }),
 });
 
+const PipelineHold = Type.Object(
+  {
+    since: Timestamp,
+    attempts: Type.Integer({ description: 'Failed attempts in a row.' }),
+    error: Type.Object({ code: Type.String(), message: Type.String() }, { description: 'The last failure, its message scrubbed of the connector\'s secrets.' }),
+    next_attempt_at: Timestamp,
+    events_waiting: Type.Integer({ description: 'Events of the batch that waits; 0 while the source cannot be read.' }),
+  },
+  { description: 'What a held flow waits on: a source, destination or storage that fails, the batch retried with backoff.' },
+);
+
 const Run = Type.Object({
   id: Id('run'),
   pipeline_id: Id('pipeline'),
@@ -89,6 +100,7 @@ const Run = Type.Object({
   events_filtered: Type.Integer(),
   events_dead_lettered: Type.Integer(),
   error: Nullable(Type.String()),
+  held: Nullable(PipelineHold, { description: "While the run is running and its pipeline's flow is held, what it waits on (the pipeline's `held`); null otherwise." }),
   created_at: Timestamp,
 });
 
@@ -128,17 +140,6 @@ const EventLogSettings = Type.Object(
     }),
   },
   { description: 'What the event log keeps of this pipeline.' },
-);
-
-const PipelineHold = Type.Object(
-  {
-    since: Timestamp,
-    attempts: Type.Integer({ description: 'Failed attempts in a row.' }),
-    error: Type.Object({ code: Type.String(), message: Type.String() }, { description: 'The last failure, its message scrubbed of the connector\'s secrets.' }),
-    next_attempt_at: Timestamp,
-    events_waiting: Type.Integer({ description: 'Events of the batch that waits; 0 while the source cannot be read.' }),
-  },
-  { description: 'What a held flow waits on: a source, destination or storage that fails, the batch retried with backoff.' },
 );
 
 const Pipeline = Type.Object({

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { presentRun, runChanged } from './run-feed.js';
+import { presentHold, presentRun, presentRuns, runChanged } from './run-feed.js';
 import { type CreatePipelineInput, type Page, type PageParams, type Pipeline, type PipelineState, type PipelineStats, type PipelineStatsParams, type Run, type UpdatePipelineInput, PIPELINE_STATES, FerryError, notFound, validationError, type FieldError, paginate, inputSchemas, readOnlyFields, assertSchema, assertText, schemaErrors } from '../common/index.js';
 import { assertWorkspaceId, nowIso, reader, transact, type EngineContext, NO_ENGINE_HOOKS, type EngineHooks } from '../context/index.js';
 import { assertSchedule } from './cron-schedule.js';
@@ -223,7 +223,7 @@ export class PipelinesService {
       params,
       { scope: { resource: `runs:${pipelineId}`, workspaceId, filters: {} }, key: (row: RunRow) => [row.id] },
       (after, limit, order) => repos.runs.list(workspaceId, pipelineId, after, limit, order),
-      (rows) => rows.map(presentRun),
+      (rows) => presentRuns(repos, workspaceId, pipelineId, rows),
     );
   }
 
@@ -338,8 +338,8 @@ export class PipelinesService {
       flush_interval_ms: row.flush_interval_ms,
       max_attempts: row.max_attempts,
       event_log: { payloads: row.event_log.payloads, retention_days: row.event_log.retention_days },
-      held: hold ? { since: hold.since, attempts: hold.attempts, error: { code: hold.error_code, message: hold.error_message }, next_attempt_at: hold.next_attempt_at, events_waiting: hold.events_waiting } : null,
-      last_run: lastRun ? presentRun(lastRun) : null,
+      held: hold ? presentHold(hold) : null,
+      last_run: lastRun ? presentRun(lastRun, hold) : null,
       created_at: row.created_at,
       updated_at: row.updated_at,
     };

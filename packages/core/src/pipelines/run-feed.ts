@@ -1,7 +1,7 @@
 import { Observable, Subject } from 'rxjs';
-import { firstIdAt, normalizeTimestamp, notFound, type PlatformEvent, type Run } from '../common/index.js';
+import { firstIdAt, normalizeTimestamp, notFound, type PipelineHold, type PlatformEvent, type Run } from '../common/index.js';
 import { afterCommit, reader, type EngineContext, type RunChange, type RunChanges } from '../context/index.js';
-import type { RunRow } from '../storage/index.js';
+import type { PipelineHoldRow, Repositories, RunRow } from '../storage/index.js';
 
 /**
  * The runs this engine changes, published once each change committed. Nothing is built while
@@ -58,12 +58,14 @@ export function storedRuns(ctx: EngineContext, workspaceId: string, pipelineId: 
     },
     async page(after, limit) {
       const key = after === undefined ? undefined : 'id' in after ? after.id : firstIdAt('run', after.sinceMs);
-      const page = await reader(ctx).runs.list(workspaceId, pipelineId, key === undefined ? undefined : [key], limit);
-      return { runs: page.rows.map(presentRun), hasMore: page.hasMore };
+      const repos = reader(ctx);
+      const page = await repos.runs.list(workspaceId, pipelineId, key === undefined ? undefined : [key], limit);
+      return { runs: await presentRuns(repos, workspaceId, pipelineId, page.rows), hasMore: page.hasMore };
     },
     async get(runId) {
-      const row = await reader(ctx).runs.get(workspaceId, runId);
-      return row ? presentRun(row) : null;
+      const repos = reader(ctx);
+      const row = await repos.runs.get(workspaceId, runId);
+      return row ? (await presentRuns(repos, workspaceId, pipelineId, [row]))[0]! : null;
     },
   };
 }
@@ -164,8 +166,22 @@ export function runsStream(ctx: Pick<EngineContext, 'runFeed' | 'bus' | 'logger'
   });
 }
 
-/** The public shape of a run row. */
-export function presentRun(row: RunRow): Run {
+/** The public shape of a pipeline's hold (`held` of a pipeline and of its running run). */
+export function presentHold(hold: PipelineHoldRow): PipelineHold {
+  return {
+    since: hold.since,
+    attempts: hold.attempts,
+    error: { code: hold.error_code, message: hold.error_message },
+    next_attempt_at: hold.next_attempt_at,
+    events_waiting: hold.events_waiting,
+  };
+}
+
+/**
+ * The public shape of a run row. `hold` is its pipeline's hold, if the pipeline is held: only a
+ * running run shows it, since a queued or ended run waits on nothing the flow retries.
+ */
+export function presentRun(row: RunRow, hold?: PipelineHoldRow): Run {
   return {
     id: row.id,
     pipeline_id: row.pipeline_id,
@@ -179,6 +195,13 @@ export function presentRun(row: RunRow): Run {
     events_filtered: row.events_filtered,
     events_dead_lettered: row.events_dead_lettered,
     error: row.error,
+    held: hold !== undefined && row.status === 'running' ? presentHold(hold) : null,
     created_at: row.created_at,
   };
+}
+
+/** Runs of one pipeline presented, the running one with the pipeline's hold (read only when one runs). */
+export async function presentRuns(repos: Pick<Repositories, 'pipelineHolds'>, workspaceId: string, pipelineId: string, rows: readonly RunRow[]): Promise<Run[]> {
+  const hold = rows.some((r) => r.status === 'running') ? (await repos.pipelineHolds.forPipelines(workspaceId, [pipelineId])).get(pipelineId) : undefined;
+  return rows.map((row) => presentRun(row, hold));
 }

@@ -380,6 +380,12 @@ function RunsPanel({ pipelineId, base, location, onRefresh }: { pipelineId: stri
                   <td data-label="Trigger">{r.trigger}</td>
                   <td data-label="Status">
                     <Badge value={r.status} />
+                    {r.held ? (
+                      <>
+                        {' '}
+                        <Badge value="held" label={`held, ${r.held.attempts} attempts`} />
+                      </>
+                    ) : null}
                   </td>
                   <td title={r.started_at ?? ''} data-label="Started">
                     {utc(r.started_at ?? r.scheduled_for ?? r.created_at)}
@@ -397,7 +403,7 @@ function RunsPanel({ pipelineId, base, location, onRefresh }: { pipelineId: stri
                   <td class="number" data-label="Dead-lettered">
                     {count(r.events_dead_lettered)}
                   </td>
-                  <td data-label="Error">{r.error ? <code class="error-text">{r.error}</code> : null}</td>
+                  <td data-label="Error">{r.error ? <code class="error-text">{r.error}</code> : r.held ? <code class="error-text" title={r.held.error.message}>{r.held.error.code}</code> : null}</td>
                 </tr>
               )) : undefined}
         />
