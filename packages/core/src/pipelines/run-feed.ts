@@ -58,14 +58,14 @@ export function storedRuns(ctx: EngineContext, workspaceId: string, pipelineId: 
     },
     async page(after, limit) {
       const key = after === undefined ? undefined : 'id' in after ? after.id : firstIdAt('run', after.sinceMs);
-      const repos = reader(ctx);
-      const page = await repos.runs.list(workspaceId, pipelineId, key === undefined ? undefined : [key], limit);
-      return { runs: await presentRuns(repos, workspaceId, pipelineId, page.rows), hasMore: page.hasMore };
+      // Without holds: a snapshot is taken when the run's row changes, which a hold does not
+      // change, so it would be stale at once (docs/api.md, Runs); and a read per batch saved.
+      const page = await reader(ctx).runs.list(workspaceId, pipelineId, key === undefined ? undefined : [key], limit);
+      return { runs: page.rows.map((row) => presentRun(row)), hasMore: page.hasMore };
     },
     async get(runId) {
-      const repos = reader(ctx);
-      const row = await repos.runs.get(workspaceId, runId);
-      return row ? (await presentRuns(repos, workspaceId, pipelineId, [row]))[0]! : null;
+      const row = await reader(ctx).runs.get(workspaceId, runId);
+      return row ? presentRun(row) : null;
     },
   };
 }
