@@ -17,7 +17,8 @@
  *    BENCH_POSTGRES_BATCH, default 1,000; @ferry/postgres destination into an empty `landed`),
  *    with the engine's storage (and so its event log) on another database of the same Postgres,
  *    or on a SQLite file in /dev/shm. Timed from the activation of the pipeline until its run
- *    counts every row written and committed (polled every 250 ms, so up to 250 ms late; a
+ *    counts every row written and committed (heard from `engine.runs$`, a snapshot per committed
+ *    batch, so exact to the last commit: a poll would be up to its interval late, and a
  *    `count(*)` of `landed` would scan the growing table on the server being measured), then
  *    `SELECT count(*) FROM landed` must show every row; a case that has not finished in
  *    BENCH_POSTGRES_DEADLINE_S seconds (default 900) fails. stderr shows the CPU the engine's
@@ -48,7 +49,6 @@ const ROWS = Number(process.env.BENCH_POSTGRES_ROWS ?? 1_000_000);
 const BATCH = Number(process.env.BENCH_POSTGRES_BATCH ?? 1000);
 const DEADLINE_MS = Number(process.env.BENCH_POSTGRES_DEADLINE_S ?? 900) * 1000;
 const CASES = (process.env.BENCH_POSTGRES_CASES ?? 'postgres,sqlite,transforms,batch100,batch5000').split(',').filter(Boolean);
-const POLL_MS = 250;
 /** The `transforms` case's steps: a filter every row passes, a rename, and a hash of the renamed field. */
 const TRANSFORMS: TransformStep[] = [
   { type: 'filter', path: 'amount', op: 'gte', value: 0 },
@@ -118,24 +118,43 @@ async function engineCase(name: string, storage: StorageConfig, dataUrl: string,
       config: { connection_string: dataUrl, table: 'source_rows', cursor_column: 'id', occurred_at_column: 'created_at', type: 'row.copied', batch_size: batch },
     });
     const destination = await engine.connectors.create(WS, { type: 'postgres', direction: 'destination', config: { connection_string: dataUrl, table: 'landed' } });
+    const pipeline = await engine.pipelines.create(WS, { name: 'copy', source_connector_id: source.id, destination_connector_id: destination.id, batch_size: batch, transforms });
+    // Done when the run's counters (engine.runs$, a snapshot per committed batch) count every
+    // row written: exact to the commit, where polling would add up to a poll's interval.
+    const written = new Map<string, number>();
+    let reported = 0;
+    let n = 0;
+    const done = new Promise<void>((resolve, reject) => {
+      const subscription = engine.runs$(WS, pipeline.id).subscribe({
+        next: (run) => {
+          written.set(run.id, run.events_written);
+          n = [...written.values()].reduce((sum, w) => sum + w, 0);
+          if (n >= ROWS) {
+            subscription.unsubscribe();
+            resolve();
+          }
+        },
+        error: reject,
+      });
+    });
     const cpu = process.cpuUsage();
     const serverCpu = serverCpuSeconds();
     const loop = performance.eventLoopUtilization();
     const started = performance.now();
-    const pipeline = await engine.pipelines.create(WS, { name: 'copy', source_connector_id: source.id, destination_connector_id: destination.id, batch_size: batch, transforms, activate: true });
-    // Polled through the run's counters (one row), not count(*) on `landed`: a count scans the
-    // whole growing table four times a second, on the server the pipeline writes to.
-    const written = async () => (await engine.pipelines.listRuns(WS, pipeline.id)).data.reduce((sum, run) => sum + run.events_written, 0);
-    let n = 0;
-    let lastReport = started;
-    while ((n = await written()) < ROWS) {
-      const now = performance.now();
-      if (now - started > DEADLINE_MS) throw new Error(`${name}: only ${n} of ${ROWS} rows landed after ${DEADLINE_MS / 1000} s`);
-      if (now - lastReport > 10_000) {
-        lastReport = now;
-        log(`${name}: ${n} rows after ${((now - started) / 1000).toFixed(0)} s, rss ${(process.memoryUsage().rss / 1e6).toFixed(0)} MB`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    await engine.pipelines.activate(WS, pipeline.id);
+    const progress = setInterval(() => {
+      reported += 10;
+      log(`${name}: ${n} rows after ${reported} s, rss ${(process.memoryUsage().rss / 1e6).toFixed(0)} MB`);
+    }, 10_000);
+    let deadline: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        done,
+        new Promise((_, reject) => (deadline = setTimeout(() => reject(new Error(`${name}: only ${n} of ${ROWS} rows landed after ${DEADLINE_MS / 1000} s`)), DEADLINE_MS))),
+      ]);
+    } finally {
+      clearInterval(progress);
+      clearTimeout(deadline);
     }
     const seconds = (performance.now() - started) / 1000;
     const used = process.cpuUsage(cpu);
