@@ -770,6 +770,33 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
         expect(await storage.repos.outbox.get('evt_notice2')).toBeNull();
       });
 
+      it('commits a batch without dead letters or notices whole (types, a rare type, counters, minute), and none of it past a lost fence', async () => {
+        const commits = storage.batchCommits('pip_1');
+        const minute = { pipeline_id: 'pip_1', workspace_id: 'ws_a', minute: at(0), ...counts(41) };
+        const rare = eventRow(41, { type: 'order.rare "quoted"', payload: { n: 41, s: 'é\\"' }, created_at: at(1000), updated_at: at(1000) });
+        const whole = (overrides: Partial<BatchCommit> = {}) => {
+          const b = batch(1, 40, { minute, counts: counts(41), checkpoint: { at: 41 }, ...overrides });
+          return { ...b, events: [...b.events, rare] };
+        };
+        await expect(commits.queue(undefined)(whole({ fence: { ...fence, token: 'stale' } }))).rejects.toMatchObject({ code: 'lease_lost' });
+        expect(await storage.repos.events.get('ws_a', 'evt_000001')).toBeNull();
+        expect(await storage.repos.checkpoints.get('pip_1')).toBeNull();
+        expect(await storage.repos.runs.get('ws_a', 'run_1')).toMatchObject({ events_read: 0 });
+        expect(await storage.repos.pipelineMinutes.range('ws_a', 'pip_1', at(0), at(60_000))).toEqual([]);
+
+        await commits.queue(undefined)(whole());
+        // A batch without events moves the checkpoint and counts what it read.
+        await commits.queue(undefined)(batch(1, 0, { checkpoint: { at: 42 }, counts: { ...counts(0), events_filtered: 1 }, minute: { ...minute, ...counts(0), events_filtered: 1 } }));
+        commits.close();
+        expect(await storage.repos.checkpoints.get('pip_1')).toEqual({ at: 42 });
+        expect(await storage.repos.runs.get('ws_a', 'run_1')).toMatchObject({ events_read: 41, events_written: 41, events_filtered: 1 });
+        expect(await storage.repos.pipelineMinutes.range('ws_a', 'pip_1', at(0), at(60_000))).toMatchObject([{ events_read: 41, events_filtered: 1 }]);
+        expect((await storage.repos.events.list('ws_a', 'pip_1', {}, undefined, 100)).rows.map((r) => r.id)).toEqual([...Array.from({ length: 40 }, (_, k) => eventRow(k + 1).id), rare.id]);
+        expect((await storage.repos.events.list('ws_a', 'pip_1', { type: 'order.rare "quoted"' }, undefined, 100)).rows).toMatchObject([{ id: rare.id, payload: rare.payload }]);
+        expect((await storage.repos.events.list('ws_a', 'pip_1', { type: 'order.paid' }, undefined, 100)).rows).toHaveLength(20);
+        expect(await storage.repos.events.get('ws_a', 'evt_000040')).toMatchObject({ status: 'delivered', payload: { n: 40 } });
+      });
+
       it('records a batch read again once more; an event read again answers with its newest outcome', async () => {
         const commits = storage.batchCommits('pip_1');
         await commits.queue(undefined)(batch(1, 2));

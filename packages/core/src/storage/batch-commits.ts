@@ -9,6 +9,10 @@ import { pipelineMinuteStep, type MinuteCounts, type PipelineMinuteRow } from '.
 import { runCountsStep } from './repositories/runs-repo.js';
 import type { SqliteWriterThread, WriterOrder, WriterStep } from './sqlite-writer-thread.js';
 import type { Repositories } from './repositories.js';
+import type { Knex } from 'knex';
+import { batchCommitStatement, type Statement } from './batch-commit-statement.js';
+import type { StorageDialect } from './dialect.js';
+import { packUnitOffThread } from './unit-packer.js';
 
 /** What one batch of a pipeline commits, all of it in one transaction. */
 export interface BatchCommit {
@@ -38,9 +42,11 @@ export interface BatchCommit {
   now: string;
 }
 
-/** What batch commits need of the storage: its writer thread, if any, and its transactions. */
+/** What batch commits need of the storage: its writer thread, if any, its transactions, and for a server its statements. */
 export interface BatchStorage {
   readonly writer: SqliteWriterThread | undefined;
+  readonly knex: Knex;
+  readonly dialect: StorageDialect;
   transaction<T>(fn: (repos: Repositories) => Promise<T>): Promise<T>;
 }
 
@@ -83,8 +89,11 @@ export class BatchCommits {
     const writer = this.storage.writer;
     if (!writer) {
       return async (batch) => {
+        // Packed before the place is reached: the unit's body does not depend on the batch before.
+        const statement = this.storage.dialect.inProcess ? undefined : await oneStatement(batch);
         await after;
-        await this.commitInTransaction(batch);
+        if (statement === undefined) await this.commitInTransaction(batch);
+        else if (this.storage.dialect.rows<{ fenced: number }>(await this.storage.knex.raw(statement.sql, statement.bindings))[0]?.fenced !== 1) throw leaseLost(batch.fence);
       };
     }
     let order: WriterOrder;
@@ -133,6 +142,18 @@ export class BatchCommits {
       await repos.outbox.appendMany(batch.notices);
     });
   }
+}
+
+/**
+ * The batch's commit as one statement (`batch-commit-statement.ts`), its unit packed; undefined
+ * for a batch that needs a transaction of several (dead letters, change rows, platform events).
+ */
+async function oneStatement(batch: BatchCommit): Promise<Statement | undefined> {
+  if (batch.deadLetters.length > 0 || batch.notices.length > 0) return undefined;
+  const units = unitsOf(batch.events, { canonicalTimes: true });
+  const unit = units[0];
+  if (units.length > 1 || (unit !== undefined && unit.changes.length > 0)) return undefined;
+  return batchCommitStatement(batch, unit, unit === undefined ? undefined : await packUnitOffThread(unit.unit));
 }
 
 function leaseLost(fence: Fence): FerryError {
