@@ -73,7 +73,10 @@ export const postgresConfigSchema = Type.Object(
     publication: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'capture "changes": default `ferry_<pipeline id>`.' })),
     slot: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'capture "changes": default `ferry_<pipeline id>`.' })),
     snapshot: Type.Optional(
-      Type.Union([Type.Literal('initial'), Type.Literal('never')], { description: 'capture "changes": `initial` (absent means so) reads the rows present when the slot is created first.' }),
+      Type.Union([Type.Literal('incremental'), Type.Literal('initial'), Type.Literal('never')], {
+        description:
+          'capture "changes": `incremental` reads the rows present as a backfill, in key-ordered chunks interleaved with the changes; `initial` (absent means so) in one exported snapshot when the slot is created first; `never` not at all.',
+      }),
     ),
 
     create_table: Type.Optional(Type.Boolean({ default: false })),

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ConnectorError, type Checkpoint, type Clock, type JsonObject, type JsonValue, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
 import pg from 'pg';
 import { columnConverter, type ColumnConverter } from '../column-values.js';
@@ -6,6 +7,7 @@ import { classifyError, sqlState } from '../connection.js';
 import { parseTableName, quoteTable, type TableName } from '../identifiers.js';
 import { decodePgoutput, formatLsn, FRAME, frameWalEnd, parseLsn, postgresMicrosToMillis, POSTGRES_EPOCH_MICROS, replyRequested, XLOG_DATA_OFFSET, xlogTag, type Lsn, type Relation, type TupleData } from './pgoutput.js';
 import { quoteReplicationIdent, ReplicationClient } from './replication-client.js';
+import { newBackfill, readChunk, tableKey, tupleKey, WATERMARK_PREFIX, type BackfillProgress, type Chunk, type TableKey } from './backfill.js';
 
 /** What a change-capturing source needs, resolved from its config and pipeline. */
 export interface ChangeSourceSettings {
@@ -15,7 +17,7 @@ export interface ChangeSourceSettings {
   /** The publication's and slot's names are the ones Ferry derives from the pipeline id. */
   readonly defaultPublication: boolean;
   readonly defaultSlot: boolean;
-  readonly snapshot: 'initial' | 'never';
+  readonly snapshot: 'incremental' | 'initial' | 'never';
   /** A constant event type instead of `<table>.<action>`. */
   readonly type?: string;
   readonly batchSize: number;
@@ -53,7 +55,8 @@ export function changeSourceSettings(config: PostgresConfig, pipelineId: string)
  * transaction delivered whole; `txn`/`index`, when set, name a transaction delivered in part
  * (its commit LSN) and how many of its changes were. `snapshot`: a snapshot was being read
  * (it cannot be resumed: a new slot and a new snapshot are taken). `own` remembers what Ferry
- * created, which is what it drops with the pipeline.
+ * created, which is what it drops with the pipeline. `backfill`, while one is under way, where it
+ * resumes: it is committed with the stream's position, batch by batch.
  */
 export type ChangeCheckpoint = {
   v: 1;
@@ -63,6 +66,8 @@ export type ChangeCheckpoint = {
   txn?: string;
   index?: number;
   own?: { slot?: boolean; publication?: boolean };
+  /** A backfill under way (`backfill.ts`): where it resumes. */
+  backfill?: BackfillProgress;
 };
 
 /** Reads a checkpoint this source wrote; null for none. */
@@ -90,8 +95,18 @@ interface RelationInfo {
 /** What a change event's `action` says. */
 type ChangeAction = 'insert' | 'update' | 'delete' | 'truncate';
 
-/** A change waiting to be handed over, or the end of a transaction. */
-type Pending = { record: SourceRecord; txn: Lsn; index: number } | { commitEnd: Lsn };
+/**
+ * A change waiting to be handed over, or the end of a transaction, or a backfill's row or
+ * progress (a chunk's rows are handed over after its high watermark's transaction).
+ */
+type Pending = { record: SourceRecord; txn: Lsn; index: number } | { commitEnd: Lsn } | { record?: SourceRecord; progress: BackfillProgress };
+
+/** A configured table as the server names it. */
+interface ResolvedTable {
+  schema: string;
+  name: string;
+  oid: number;
+}
 
 /** The transaction being received. */
 interface OpenTransaction {
@@ -116,6 +131,11 @@ export interface ChangeSourceOptions {
   statusIntervalMs?: number;
   /** Told the bytes of WAL the slot holds back (the server's end minus the confirmed position). */
   reportLag?: (bytes: number) => void;
+  /**
+   * Called once a backfill's chunk is selected, before its high watermark is written, with the
+   * table and the chunk's row count. Tests commit a change there: the case the watermarks are for.
+   */
+  chunkSelected?: (table: string, rows: number) => Promise<void>;
 }
 
 /** Default interval of standby status updates while the source waits on a batch: well inside wal_sender_timeout (60 s). */
@@ -137,18 +157,30 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
       }
       const admin = new pg.Client(options.clientConfig);
       admin.on('error', () => undefined);
-      let start: { lsn: Lsn; txn?: Lsn; index?: number; own: NonNullable<ChangeCheckpoint['own']> };
+      let start: StreamStart;
       try {
         await admin.connect();
         const own = { ...checkpoint?.own };
         const tables = await resolveTables(admin, settings.tables);
+        /** The keys of the tables, when a backfill reads them: a table without one is refused before anything is created. */
+        const backfillOf = async (progress: BackfillProgress | undefined): Promise<StreamStart['backfill']> => {
+          if (progress === undefined || tableIndex(tables, progress) >= tables.length) return undefined;
+          const keys: TableKey[] = [];
+          for (const table of tables) keys.push(await tableKey(admin, table));
+          return { progress, tables, keys };
+        };
         if (await ensurePublication(admin, settings, tables)) own.publication = true;
         const slot = await slotState(admin, settings.slot);
         if (checkpoint?.phase === 'stream') {
           if (!slot) {
             throw new ConnectorError('slot_missing', `The replication slot ${settings.slot} is gone: the changes since ${checkpoint.lsn} cannot be read. Delete the pipeline and create it again to take a new snapshot.`, { retryable: false });
           }
-          start = { lsn: parseLsn(checkpoint.lsn), ...(checkpoint.txn !== undefined ? { txn: parseLsn(checkpoint.txn), index: checkpoint.index ?? 0 } : {}), own };
+          start = {
+            lsn: parseLsn(checkpoint.lsn),
+            ...(checkpoint.txn !== undefined ? { txn: parseLsn(checkpoint.txn), index: checkpoint.index ?? 0 } : {}),
+            own,
+            backfill: await backfillOf(checkpoint.backfill),
+          };
         } else if (checkpoint !== null || settings.snapshot === 'initial') {
           // A snapshot is taken from a new slot only: its start is what makes it consistent. A
           // snapshot cut short by a crash cannot be resumed, so it starts again from a new slot.
@@ -160,8 +192,10 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
           }
           const consistent = await readSnapshot(admin, settings, tables, options, handler, signal, { ...own, slot: true });
           if (consistent === undefined) return;
-          start = { lsn: consistent, own: { ...own, slot: true } };
+          start = { lsn: consistent, own: { ...own, slot: true }, backfill: undefined };
         } else {
+          // `incremental` checks every table's key before the slot is made: a table it cannot chunk is refused first.
+          const incremental = settings.snapshot === 'incremental' ? await backfillOf(newBackfill('0/0', options.clock.now(), qualifiedName(tables[0]!))) : undefined;
           let lsn = slot?.confirmed;
           if (!slot) {
             const replication = await ReplicationClient.connect(options.clientConfig);
@@ -172,7 +206,8 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
             }
             own.slot = true;
           }
-          start = { lsn: lsn!, own };
+          // The backfill reads the rows present while the stream runs from the slot's start.
+          start = { lsn: lsn!, own, backfill: incremental && { ...incremental, progress: { ...incremental.progress, lsn: formatLsn(lsn!) } } };
         }
       } catch (error) {
         throw classifyChangeError(error);
@@ -185,8 +220,32 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
   };
 }
 
+/** Where the stream starts, and the backfill it runs, if one is under way. */
+interface StreamStart {
+  lsn: Lsn;
+  txn?: Lsn;
+  index?: number;
+  own: NonNullable<ChangeCheckpoint['own']>;
+  backfill: { progress: BackfillProgress; tables: readonly ResolvedTable[]; keys: readonly TableKey[] } | undefined;
+}
+
+/** `schema.name` of a table: how a backfill's progress names the table it reads. */
+function qualifiedName(table: { schema: string; name: string }): string {
+  return `${table.schema}.${table.name}`;
+}
+
+/**
+ * The index of the table a backfill reads, in `tables`: found by name, so a change of `tables`
+ * does not move it to another; `tables.length` when it is done or its table is no longer captured.
+ */
+function tableIndex(tables: readonly ResolvedTable[], progress: BackfillProgress): number {
+  if (progress.table === undefined) return tables.length;
+  const at = tables.findIndex((t) => qualifiedName(t) === progress.table);
+  return at < 0 ? tables.length : at;
+}
+
 /** The configured tables as the server names them (schema resolved by the search path); `table_not_found` for one missing. */
-async function resolveTables(admin: pg.Client, tables: readonly TableName[]): Promise<Array<{ schema: string; name: string; oid: number }>> {
+async function resolveTables(admin: pg.Client, tables: readonly TableName[]): Promise<ResolvedTable[]> {
   const resolved = [];
   for (const table of tables) {
     const { rows } = await admin.query<{ oid: number; nspname: string; relname: string }>(
@@ -332,7 +391,7 @@ const HANDED_AHEAD = 2;
 async function streamChanges(
   settings: ChangeSourceSettings,
   options: ChangeSourceOptions,
-  start: { lsn: Lsn; txn?: Lsn; index?: number; own: NonNullable<ChangeCheckpoint['own']> },
+  start: StreamStart,
   handler: (batch: SourceBatch) => Promise<void>,
   signal: AbortSignal,
 ): Promise<void> {
@@ -353,9 +412,23 @@ async function streamChanges(
   let flushing: Promise<void> | undefined;
   let paused = false;
   const highWater = settings.batchSize * 2;
+  /** The backfill's position as of the last item taken into a batch: every checkpoint carries it. */
+  let progress = start.backfill?.progress;
+  /** Where the last batch handed over ends: the position of a batch that only moves the backfill. */
+  let lastEnd: { complete: Lsn; partial?: { txn: Lsn; index: number } } = { complete: start.lsn, ...(start.txn !== undefined ? { partial: { txn: start.txn, index: start.index ?? 0 } } : {}) };
+  /** The backfill's chunk between its watermarks, or waiting for its high one to commit. */
+  let chunk: Chunk | undefined;
+  let chunkClosed = false;
+  /** Wakes the backfill's reader: a chunk handed over, a batch settled, the end. */
+  const wakers: Array<() => void> = [];
+  const wake = () => {
+    for (const w of wakers.splice(0)) w();
+  };
+  const woken = () => new Promise<void>((resolve) => wakers.push(resolve));
 
   const fail = (error: unknown) => {
     failure ??= error;
+    wake();
     void replication.end();
   };
   /** The end of the server's WAL, as it last said. */
@@ -402,6 +475,49 @@ async function streamChanges(
     pendingRecords++;
   };
 
+  const backfill = start.backfill;
+  const chunkOid = () => (chunk === undefined ? -1 : backfill!.tables[chunk.table]!.oid);
+  /** Where the key's columns are in the relation's tuples (looked up by name: the relation may have changed). */
+  const keyIndexes = (info: RelationInfo): number[] => {
+    const names = backfill!.keys[chunk!.table]!.columns.map((c) => c.name);
+    return names.map((name) => info.relation.columns.findIndex((c) => c.name === name));
+  };
+
+  /**
+   * Queues the chunk's rows that no change between its watermarks touched, as `read` events,
+   * each carrying the backfill's position after it; then the position after the chunk (the next
+   * table's start when it read its table to the end). The reader then reads the next chunk.
+   */
+  const handChunk = () => {
+    const done = chunk!;
+    chunk = undefined;
+    chunkClosed = false;
+    const table = backfill!.tables[done.table]!;
+    const base = readerAt!;
+    const type = settings.type ?? `${table.schema === 'public' ? table.name : qualifiedName(table)}.read`;
+    const name = qualifiedName(table);
+    let rows = base.rows;
+    for (const row of done.truncated ? [] : done.rows!) {
+      if (done.changed.has(row.key)) continue;
+      const after: BackfillProgress = { ...base, table: name, after: row.after, rows: ++rows };
+      const record: SourceRecord = {
+        position: `${base.id}:${name}:${row.key}`,
+        type,
+        occurredAt: base.at,
+        payload: { action: 'read', record: row.record, metadata: { schema: table.schema, table: table.name, commit_lsn: base.lsn, commit_time: base.at, backfill_id: base.id } },
+      };
+      pending.push({ record, progress: after });
+      pendingRecords++;
+    }
+    const next = done.end ? backfill!.tables[done.table + 1] : table;
+    const end: BackfillProgress = { id: base.id, at: base.at, lsn: base.lsn, rows, ...(next === undefined ? {} : { table: qualifiedName(next) }), ...(!done.end && done.last ? { after: done.last } : {}) };
+    pending.push({ progress: end });
+    // The reader's next chunk starts from here.
+    readerAt = end;
+    wake();
+  };
+  let readerAt = progress;
+
   const onMessage = (frame: Buffer) => {
     const message = decodePgoutput(frame, XLOG_DATA_OFFSET);
     switch (message.tag) {
@@ -414,7 +530,21 @@ async function streamChanges(
       case 'commit':
         txn = undefined;
         pending.push({ commitEnd: message.endLsn });
+        if (chunkClosed) handChunk();
         return;
+      case 'message': {
+        // A watermark of this source's chunk: another run's (cut short) or another engine's are ignored.
+        if (chunk === undefined || message.prefix !== WATERMARK_PREFIX || !message.content.startsWith(chunk.mark)) return;
+        const edge = message.content.slice(chunk.mark.length);
+        if (edge === ':low') chunk.open = true;
+        else if (edge === ':high' && chunk.open) {
+          chunk.open = false;
+          // Handed over after this transaction's commit: after every change before the watermark.
+          if (txn === undefined) handChunk();
+          else chunkClosed = true;
+        }
+        return;
+      }
       case 'relation': {
         const relation = message.relation;
         const typeName = relation.schema === 'public' ? relation.table : `${relation.schema}.${relation.table}`;
@@ -435,6 +565,16 @@ async function streamChanges(
         if (!info.wanted) {
           txn.index++;
           return;
+        }
+        if (chunk?.open && info.relation.oid === chunkOid()) {
+          // Between the watermarks the stream has this row's state: the chunk's copy is dropped.
+          const indexes = keyIndexes(info);
+          const tuple = message.tag === 'insert' ? message.new : message.tag === 'update' ? message.new : (message.old ?? message.key);
+          if (tuple) chunk.changed.add(tupleKey(tuple, indexes));
+          if (message.tag === 'update') {
+            const before = message.key ?? message.old;
+            if (before) chunk.changed.add(tupleKey(before, indexes));
+          }
         }
         if (message.tag === 'insert') {
           push(info, 'insert', recordOf(info, message.new, false));
@@ -460,6 +600,7 @@ async function streamChanges(
             txn.index++;
             continue;
           }
+          if (chunk?.open && oid === chunkOid()) chunk.truncated = true;
           push(info, 'truncate', {}, undefined, { cascade: message.cascade, restart_identity: message.restartIdentity });
         }
         return;
@@ -497,29 +638,62 @@ async function streamChanges(
       entry.settled = true;
       unsettled--;
       confirmSettled();
+      wake();
     }, fail);
   };
+
+  /** The checkpoint of a batch that ends at `complete` (and `partial`), with the backfill's position. */
+  const checkpointAt = (complete: Lsn, partial: { txn: Lsn; index: number } | undefined): ChangeCheckpoint => ({
+    v: 1,
+    phase: 'stream',
+    slot: settings.slot,
+    lsn: formatLsn(complete),
+    ...(partial ? { txn: formatLsn(partial.txn), index: partial.index } : {}),
+    own: start.own,
+    ...(progress?.table !== undefined ? { backfill: progress } : {}),
+  });
 
   /** Hands over what is pending, batch by batch, at most HANDED_AHEAD unresolved. */
   const flush = async () => {
     while (failure === undefined && !signal.aborted) {
       if (pendingRecords === 0) {
         let end: Lsn | undefined;
-        while (pending.length > 0 && 'commitEnd' in pending[0]!) end = (pending.shift() as { commitEnd: Lsn }).commitEnd;
-        if (end !== undefined) {
+        let moved = false;
+        while (pending.length > 0 && !('record' in pending[0]! && pending[0].record !== undefined)) {
+          const item = pending.shift()!;
+          if ('commitEnd' in item) end = item.commitEnd;
+          else if ('progress' in item) {
+            progress = item.progress;
+            moved = true;
+          }
+        }
+        if (moved) {
+          // Only the backfill moved (a chunk the stream's changes took whole, a table's end):
+          // committed by a batch without records, as the snapshot's end is.
+          if (end !== undefined) lastEnd = { complete: end };
+          handOver({ records: [], checkpoint: checkpointAt(lastEnd.complete, lastEnd.partial) }, lastEnd.complete);
+        } else if (end !== undefined) {
           handed.push({ done: Promise.resolve(), settled: true, complete: end });
           confirmSettled();
         }
         return;
       }
       const records: SourceRecord[] = [];
-      let complete = confirmed;
+      // From where the last batch ended: a batch that starts mid-transaction resumes there.
+      let complete = lastEnd.complete;
       let partial: { txn: Lsn; index: number } | undefined;
       while (pending.length > 0) {
         const item = pending[0]!;
         if ('commitEnd' in item) {
           complete = item.commitEnd;
           partial = undefined;
+        } else if ('progress' in item) {
+          // A backfill's row or position: between transactions, after its high watermark's.
+          if (item.record !== undefined) {
+            if (records.length === settings.batchSize) break;
+            records.push(item.record);
+          }
+          progress = item.progress;
         } else {
           if (records.length === settings.batchSize) break;
           records.push(item.record);
@@ -528,14 +702,8 @@ async function streamChanges(
         pending.shift();
       }
       pendingRecords -= records.length;
-      const checkpoint: ChangeCheckpoint = {
-        v: 1,
-        phase: 'stream',
-        slot: settings.slot,
-        lsn: formatLsn(complete),
-        ...(partial ? { txn: formatLsn(partial.txn), index: partial.index } : {}),
-        own: start.own,
-      };
+      lastEnd = { complete, ...(partial ? { partial } : {}) };
+      const checkpoint = checkpointAt(complete, partial);
       if (paused && pendingRecords < highWater) {
         paused = false;
         replication.resume();
@@ -566,44 +734,86 @@ async function streamChanges(
     }, options.statusIntervalMs ?? STATUS_INTERVAL_MS);
   };
 
-  const onAbort = () => void replication.end();
+  /**
+   * The backfill's reader: one chunk at a time, each read between its watermarks on a
+   * connection of its own, the next one once the stream handed the last one over and the
+   * changes waiting are fewer than a batch (so a backfill never buries the stream's changes).
+   */
+  const readBackfill = async (): Promise<void> => {
+    const client = new pg.Client(options.clientConfig);
+    client.on('error', () => undefined);
+    const run = randomUUID();
+    let seq = 0;
+    try {
+      await client.connect();
+      while (failure === undefined && !signal.aborted && readerAt?.table !== undefined) {
+        if (pendingRecords >= settings.batchSize || chunk !== undefined) {
+          await woken();
+          continue;
+        }
+        const at = tableIndex(backfill!.tables, readerAt);
+        if (at >= backfill!.tables.length) return;
+        const next: Chunk = { mark: `${run}:${++seq}`, table: at, rows: undefined, last: undefined, end: false, open: false, changed: new Set(), truncated: false };
+        chunk = next;
+        const name = qualifiedName(backfill!.tables[at]!);
+        const selected = options.chunkSelected && ((rows: number) => options.chunkSelected!(name, rows));
+        await readChunk(client, backfill!.tables[at]!, backfill!.keys[at]!, readerAt.after, settings.batchSize, next, selected);
+      }
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  };
+
+  const onAbort = () => {
+    wake();
+    void replication.end();
+  };
   signal.addEventListener('abort', onAbort, { once: true });
   try {
     keepTalking();
-    const streaming = replication.stream(settings.slot, settings.publication, start.lsn, (frame) => {
-      if (failure !== undefined) return;
-      try {
-        if (frame[0] === FRAME.xlog) {
-          // The server's end, for the lag figure, at each commit: not worth reading per change.
-          if (xlogTag(frame) === 0x43 /* C */) {
+    const streaming = replication.stream(
+      settings.slot,
+      settings.publication,
+      start.lsn,
+      (frame) => {
+        if (failure !== undefined) return;
+        try {
+          if (frame[0] === FRAME.xlog) {
+            // The server's end, for the lag figure, at each commit: not worth reading per change.
+            if (xlogTag(frame) === 0x43 /* C */) {
+              const walEnd = frameWalEnd(frame);
+              if (walEnd > serverEnd) serverEnd = walEnd;
+            }
+            onMessage(frame);
+            if (pendingRecords >= highWater && !paused) {
+              paused = true;
+              replication.pause();
+            }
+            schedule();
+          } else if (frame[0] === FRAME.keepalive) {
             const walEnd = frameWalEnd(frame);
             if (walEnd > serverEnd) serverEnd = walEnd;
+            // Nothing received is waiting to be delivered: the slot may move up to what the server has sent.
+            const idle = txn === undefined && pending.length === 0 && flushing === undefined && handed.length === 0 && chunk === undefined;
+            const answer = keepaliveAnswer({ idle, walEnd, confirmed, replyRequested: replyRequested(frame) });
+            confirmed = answer.confirmed;
+            if (answer.reply) confirm();
+            else reportLag();
           }
-          onMessage(frame);
-          if (pendingRecords >= highWater && !paused) {
-            paused = true;
-            replication.pause();
-          }
-          schedule();
-        } else if (frame[0] === FRAME.keepalive) {
-          const walEnd = frameWalEnd(frame);
-          if (walEnd > serverEnd) serverEnd = walEnd;
-          // Nothing received is waiting to be delivered: the slot may move up to what the server has sent.
-          const idle = txn === undefined && pending.length === 0 && flushing === undefined && handed.length === 0;
-          const answer = keepaliveAnswer({ idle, walEnd, confirmed, replyRequested: replyRequested(frame) });
-          confirmed = answer.confirmed;
-          if (answer.reply) confirm();
-          else reportLag();
+        } catch (error) {
+          fail(error);
         }
-      } catch (error) {
-        fail(error);
-      }
-    });
+      },
+      { messages: backfill !== undefined },
+    );
+    const reading = backfill === undefined ? undefined : readBackfill().catch(fail);
     try {
       await streaming;
     } catch (error) {
       failure ??= error;
     }
+    wake();
+    await reading;
     await flushing;
     // Every handler call resolves (or fails) before the source returns.
     await Promise.allSettled(handed.map((h) => h.done));

@@ -41,6 +41,19 @@ describe('pgoutput', () => {
     expect(() => decodePgoutput(message.subarray(0, message.length - 2))).toThrow(/^pgoutput: a value runs past the end/);
   });
 
+  it('reads a logical message (a backfill watermark): transactional flag, LSN, prefix, content; refuses one cut short', () => {
+    const content = Buffer.from('run:1:low');
+    const head = Buffer.alloc(1 + 1 + 8);
+    head.write('M', 0);
+    head[1] = 1;
+    head.writeBigUInt64BE(0x3_0000_0020n, 2);
+    const length = Buffer.alloc(4);
+    length.writeInt32BE(content.length);
+    const message = Buffer.concat([head, Buffer.from('ferry.backfill\0'), length, content]);
+    expect(decodePgoutput(message)).toEqual({ tag: 'message', transactional: true, lsn: 0x3_0000_0020n, prefix: 'ferry.backfill', content: 'run:1:low' });
+    expect(() => decodePgoutput(message.subarray(0, message.length - 1))).toThrow(/^pgoutput: a message runs past the end/);
+  });
+
   it('reads a keepalive: the WAL end and whether it asks for an answer', () => {
     const keepalive = Buffer.alloc(18);
     keepalive[0] = FRAME.keepalive;

@@ -44,7 +44,8 @@ export type PgoutputMessage =
   | { tag: 'update'; relationOid: number; key?: TupleData; old?: TupleData; new: TupleData }
   | { tag: 'delete'; relationOid: number; key?: TupleData; old?: TupleData }
   | { tag: 'truncate'; relationOids: number[]; cascade: boolean; restartIdentity: boolean }
-  | { tag: 'origin' | 'type' | 'message' | 'other' };
+  | { tag: 'message'; transactional: boolean; lsn: Lsn; prefix: string; content: string }
+  | { tag: 'origin' | 'type' | 'other' };
 
 /** Microseconds between the Unix epoch and Postgres's epoch (2000-01-01). */
 export const POSTGRES_EPOCH_MICROS = 946_684_800_000_000n;
@@ -126,8 +127,13 @@ export function decodePgoutput(buf: Buffer, offset = 0): PgoutputMessage {
       return { tag: 'origin' };
     case 'Y':
       return { tag: 'type' };
-    case 'M':
-      return { tag: 'message' };
+    case 'M': {
+      // A pg_logical_emit_message (sent with the `messages` option): flags, LSN, prefix, content.
+      const transactional = (r.uint8() & 1) === 1;
+      const lsn = r.uint64();
+      const prefix = r.cstring();
+      return { tag: 'message', transactional, lsn, prefix, content: r.bytes(r.int32()) };
+    }
     default:
       return { tag: 'other' };
   }
@@ -217,6 +223,12 @@ class Reader {
     if (end < 0) throw new Error('pgoutput: an unterminated string.');
     const s = this.buf.toString('utf8', this.at, end);
     this.at = end + 1;
+    return s;
+  }
+  bytes(length: number): string {
+    if (length < 0 || this.at + length > this.buf.length) throw new Error('pgoutput: a message runs past the end of its frame.');
+    const s = this.buf.toString('utf8', this.at, this.at + length);
+    this.at += length;
     return s;
   }
   expect(char: string): void {

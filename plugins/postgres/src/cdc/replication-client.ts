@@ -83,14 +83,15 @@ export class ReplicationClient {
    * Streams the slot's changes for `publication` from `from`, calling `onFrame` with every
    * message in order (synchronously, as they are read; `pgoutput.ts` reads them, and the buffer
    * is only valid during the call). Resolves when the stream ends (the connection closed by
-   * {@link end}); rejects when the server or the network ends it.
+   * {@link end}); rejects when the server or the network ends it. `messages` asks for the
+   * messages of `pg_logical_emit_message` too (Postgres 14 and later): a backfill's watermarks.
    */
-  stream(slot: string, publication: string, from: Lsn, onFrame: (frame: Buffer) => void): Promise<void> {
+  stream(slot: string, publication: string, from: Lsn, onFrame: (frame: Buffer) => void, options: { messages?: boolean } = {}): Promise<void> {
     const connection = this.connection();
     connection.on('copyData', ({ chunk }) => onFrame(chunk));
     // The publication list is a string literal holding identifiers: quoted once for each.
     const names = quoteLiteral(quoteReplicationIdent(publication));
-    const sql = `START_REPLICATION SLOT ${quoteReplicationIdent(slot)} LOGICAL ${formatLsn(from)} (proto_version '1', publication_names ${names})`;
+    const sql = `START_REPLICATION SLOT ${quoteReplicationIdent(slot)} LOGICAL ${formatLsn(from)} (proto_version '1', publication_names ${names}${options.messages ? ", messages 'true'" : ''})`;
     return this.client.query(sql).then(
       () => undefined,
       (error: unknown) => {
