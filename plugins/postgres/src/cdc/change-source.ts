@@ -44,7 +44,7 @@ export function changeSourceSettings(config: PostgresConfig, pipelineId: string)
     slot: config.slot ?? name,
     defaultPublication: config.publication === undefined,
     defaultSlot: config.slot === undefined,
-    snapshot: config.snapshot ?? 'initial',
+    snapshot: config.snapshot ?? 'incremental',
     ...(config.type !== undefined ? { type: config.type } : {}),
     batchSize: config.batch_size ?? DEFAULT_SOURCE_BATCH_SIZE,
   };
@@ -709,6 +709,8 @@ async function streamChanges(
         replication.resume();
       }
       handOver({ records, checkpoint }, complete);
+      // Fewer changes wait now: the backfill may read its next chunk while this batch commits.
+      wake();
       // A failed handler ends the source (fail), which ends this loop.
       while (unsettled >= HANDED_AHEAD && failure === undefined) await handed.find((h) => !h.settled)!.done.catch(() => undefined);
     }
@@ -746,6 +748,9 @@ async function streamChanges(
     let seq = 0;
     try {
       await client.connect();
+      // Watermarks reach the stream when their commit is flushed: at once, even on a server
+      // that flushes commits lazily (synchronous_commit off waits up to wal_writer_delay).
+      await client.query('SET synchronous_commit = on');
       while (failure === undefined && !signal.aborted && readerAt?.table !== undefined) {
         if (pendingRecords >= settings.batchSize || chunk !== undefined) {
           await woken();
@@ -898,8 +903,8 @@ export async function releaseChangeSource(clientConfig: pg.ClientConfig, setting
  */
 export async function checkChangeCapture(client: pg.Client, config: PostgresConfig): Promise<JsonObject> {
   const invalid = (code: string, message: string) => new ConnectorError(code, message, { retryable: false });
-  const { rows: server } = await client.query<{ wal_level: string; replicates: boolean; slots_max: string; slots_used: string }>(
-    `SELECT current_setting('wal_level') AS wal_level,
+  const { rows: server } = await client.query<{ wal_level: string; replicates: boolean; slots_max: string; slots_used: string; version: number }>(
+    `SELECT current_setting('wal_level') AS wal_level, current_setting('server_version_num')::int AS version,
             (SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user) AS replicates,
             current_setting('max_replication_slots') AS slots_max,
             (SELECT count(*) FROM pg_replication_slots)::text AS slots_used`,
@@ -909,6 +914,9 @@ export async function checkChangeCapture(client: pg.Client, config: PostgresConf
     throw invalid('configuration_invalid', `wal_level is ${facts.wal_level}: change capture needs wal_level = logical (ALTER SYSTEM SET wal_level = logical, then restart Postgres).`);
   }
   if (!facts.replicates) throw invalid('permission_denied', 'The role lacks the REPLICATION attribute: ALTER ROLE ... REPLICATION (or use capture "rows").');
+  if ((config.snapshot ?? 'incremental') === 'incremental' && facts.version < 140000) {
+    throw invalid('configuration_invalid', 'snapshot "incremental" needs Postgres 14 or later (its watermarks are logical decoding messages): set snapshot to "initial" or "never".');
+  }
   const tables = (config.tables ?? []).map((text) => parseTableName(text)).filter((t): t is TableName => t !== null);
   const { rows: described } = await client.query<{ name: string; found: boolean; readable: boolean | null; owned: boolean | null; identity: string | null; has_key: boolean | null }>(
     `SELECT t.name, c.oid IS NOT NULL AS found,
