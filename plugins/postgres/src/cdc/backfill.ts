@@ -97,8 +97,8 @@ export interface Chunk {
   readonly mark: string;
   /** The index of its table in the source's resolved tables. */
   readonly table: number;
-  /** Rows in key order, each with its key's text (the Postgres text of each key column, joined). */
-  rows: Array<{ key: string; after: string[]; record: JsonObject }> | undefined;
+  /** Rows in key order, each with its key's text (`keyText` of the Postgres text of its key columns). */
+  rows: Array<{ key: string; record: JsonObject }> | undefined;
   /** The key of the last row selected (whether or not it is handed over); undefined for an empty chunk. */
   last: string[] | undefined;
   /** Fewer rows than asked for: the table is read to its end. */
@@ -111,17 +111,17 @@ export interface Chunk {
   truncated: boolean;
 }
 
-/** The name of the column that carries a chunk row's key text: not a name a table would use. */
-const KEY_COLUMN = 'ferry backfill key';
-
-/** Joins a key's column texts into one string, unambiguous whatever they hold. */
+/**
+ * A key as one string, unambiguous whatever its columns hold: a one-column key is its text,
+ * a longer one the JSON array of its texts. Chunk rows and the stream's tuples spell it alike.
+ */
 export function keyText(values: ReadonlyArray<string | null | undefined>): string {
-  return JSON.stringify(values);
+  return values.length === 1 ? String(values[0]) : JSON.stringify(values);
 }
 
 /** The key text of a change's tuple, from the raw pgoutput texts of the key's columns. */
 export function tupleKey(tuple: TupleData, keyIndexes: readonly number[]): string {
-  return keyText(keyIndexes.map((i) => tuple[i]));
+  return keyIndexes.length === 1 ? String(tuple[keyIndexes[0]!]) : keyText(keyIndexes.map((i) => tuple[i]));
 }
 
 /**
@@ -140,20 +140,28 @@ export async function readChunk(
   selected?: (rows: number) => Promise<void>,
 ): Promise<void> {
   await client.query('SELECT pg_logical_emit_message(true, $1, $2)', [WATERMARK_PREFIX, `${chunk.mark}:low`]);
-  const columns = key.columns.map((c) => quoteReplicationIdent(c.name));
-  const texts = columns.map((c) => `${c}::text`).join(', ');
-  const params = after === undefined ? [] : after;
+  // Qualified: the key's texts after the table's columns have the same output names.
+  const columns = key.columns.map((c) => `t.${quoteReplicationIdent(c.name)}`);
   const bound = after === undefined ? '' : `WHERE (${columns.join(', ')}) > (${key.columns.map((c, i) => `$${i + 1}::${c.type}`).join(', ')})`;
-  const { rows } = await client.query<Record<string, JsonValue>>(
-    `SELECT t.*, ARRAY[${texts}] AS ${quoteReplicationIdent(KEY_COLUMN)} FROM ${quoteReplicationIdent(table.schema)}.${quoteReplicationIdent(table.name)} AS t ${bound} ORDER BY ${columns.join(', ')} LIMIT ${size}`,
-    params,
-  );
-  chunk.rows = rows.map((row) => {
-    const { [KEY_COLUMN]: keyValues, ...record } = row;
-    const values = keyValues as string[];
-    return { key: keyText(values), after: values, record: record as JsonObject };
+  // The key's columns again, as Postgres spells them (what the stream's tuples carry), after
+  // the table's: rows come as arrays, and the record is made of the table's columns only.
+  const result = await client.query<JsonValue[]>({
+    text: `SELECT t.*, ${columns.map((c) => `${c}::text`).join(', ')} FROM ${quoteReplicationIdent(table.schema)}.${quoteReplicationIdent(table.name)} AS t ${bound} ORDER BY ${columns.join(', ')} LIMIT ${size}`,
+    values: after ?? [],
+    rowMode: 'array',
   });
-  chunk.last = chunk.rows.at(-1)?.after;
+  const rows = result.rows;
+  const width = result.fields.length - columns.length;
+  const names = result.fields.slice(0, width).map((f) => f.name);
+  chunk.rows = new Array(rows.length);
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r]!;
+    const record: JsonObject = {};
+    for (let i = 0; i < width; i++) record[names[i]!] = row[i]!;
+    chunk.rows[r] = { key: columns.length === 1 ? String(row[width]) : keyText(row.slice(width) as string[]), record };
+  }
+  const lastRow = rows.at(-1);
+  chunk.last = lastRow === undefined ? undefined : (lastRow.slice(width) as string[]);
   chunk.end = rows.length < size;
   await selected?.(rows.length);
   await client.query('SELECT pg_logical_emit_message(true, $1, $2)', [WATERMARK_PREFIX, `${chunk.mark}:high`]);

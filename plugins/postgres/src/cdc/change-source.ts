@@ -96,10 +96,11 @@ interface RelationInfo {
 type ChangeAction = 'insert' | 'update' | 'delete' | 'truncate';
 
 /**
- * A change waiting to be handed over, or the end of a transaction, or a backfill's row or
- * progress (a chunk's rows are handed over after its high watermark's transaction).
+ * A change waiting to be handed over, or the end of a transaction, or a backfill's row (`read`)
+ * or its position after a chunk (a chunk's rows follow its high watermark's transaction; a
+ * batch that ends inside a chunk keeps the position before it, so a restart reads it again).
  */
-type Pending = { record: SourceRecord; txn: Lsn; index: number } | { commitEnd: Lsn } | { record?: SourceRecord; progress: BackfillProgress };
+type Pending = { record: SourceRecord; txn: Lsn; index: number } | { commitEnd: Lsn } | { read: SourceRecord } | { progress: BackfillProgress };
 
 /** A configured table as the server names it. */
 interface ResolvedTable {
@@ -497,16 +498,17 @@ async function streamChanges(
     const type = settings.type ?? `${table.schema === 'public' ? table.name : qualifiedName(table)}.read`;
     const name = qualifiedName(table);
     let rows = base.rows;
+    const prefix = `${base.id}:${name}:`;
     for (const row of done.truncated ? [] : done.rows!) {
       if (done.changed.has(row.key)) continue;
-      const after: BackfillProgress = { ...base, table: name, after: row.after, rows: ++rows };
+      rows++;
       const record: SourceRecord = {
-        position: `${base.id}:${name}:${row.key}`,
+        position: prefix + row.key,
         type,
         occurredAt: base.at,
         payload: { action: 'read', record: row.record, metadata: { schema: table.schema, table: table.name, commit_lsn: base.lsn, commit_time: base.at, backfill_id: base.id } },
       };
-      pending.push({ record, progress: after });
+      pending.push({ read: record });
       pendingRecords++;
     }
     const next = done.end ? backfill!.tables[done.table + 1] : table;
@@ -659,7 +661,7 @@ async function streamChanges(
       if (pendingRecords === 0) {
         let end: Lsn | undefined;
         let moved = false;
-        while (pending.length > 0 && !('record' in pending[0]! && pending[0].record !== undefined)) {
+        while (pending.length > 0) {
           const item = pending.shift()!;
           if ('commitEnd' in item) end = item.commitEnd;
           else if ('progress' in item) {
@@ -687,12 +689,11 @@ async function streamChanges(
         if ('commitEnd' in item) {
           complete = item.commitEnd;
           partial = undefined;
+        } else if ('read' in item) {
+          // A backfill's row: between transactions, after its high watermark's.
+          if (records.length === settings.batchSize) break;
+          records.push(item.read);
         } else if ('progress' in item) {
-          // A backfill's row or position: between transactions, after its high watermark's.
-          if (item.record !== undefined) {
-            if (records.length === settings.batchSize) break;
-            records.push(item.record);
-          }
           progress = item.progress;
         } else {
           if (records.length === settings.batchSize) break;
