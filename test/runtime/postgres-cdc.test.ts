@@ -94,6 +94,31 @@ it('snapshot, then the stream; pause and activate resume at the confirmed positi
   expect(await publicationOf(slot)).toBe(false);
 });
 
+it('a table added to the source by PATCH is published and backfilled while the stream goes on', async () => {
+  await admin.query('CREATE TABLE orders_a (id int PRIMARY KEY, label text)');
+  await admin.query('CREATE TABLE orders_b (id int PRIMARY KEY, label text)');
+  await admin.query(`INSERT INTO orders_a SELECT g, 'a ' || g FROM generate_series(1, 12) g`);
+  await admin.query(`INSERT INTO orders_b SELECT g, 'b ' || g FROM generate_series(1, 25) g`);
+  const { clock, hub, engine } = await setup();
+  const config = { connection_string: url, capture: 'changes', tables: ['orders_a'], batch_size: 10 };
+  const source = await engine.connectors.create(WS, { type: 'postgres', direction: 'source', config });
+  const sink = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
+  const pipeline = await engine.pipelines.create(WS, { name: 'orders', source_connector_id: source.id, destination_connector_id: sink.id, activate: true, batch_size: 10, flush_interval_ms: 1000 });
+  const typed = (type: string) => [...hub.sink('out').events.values()].filter((e) => e.type === type);
+  await until(clock, () => typed('orders_a.read').length === 12);
+
+  await engine.connectors.update(WS, source.id, { config: { ...config, tables: ['orders_a', 'orders_b'] } });
+  await until(clock, () => typed('orders_b.read').length === 25);
+  const publication = `ferry_${pipeline.id.toLowerCase()}`;
+  const published = await admin.query<{ tablename: string }>('SELECT tablename FROM pg_publication_tables WHERE pubname = $1 ORDER BY tablename', [publication]);
+  expect(published.rows.map((r) => r.tablename)).toEqual(['orders_a', 'orders_b']);
+  await admin.query(`UPDATE orders_b SET label = 'changed' WHERE id = 3`);
+  await until(clock, () => typed('orders_b.update').length === 1);
+  // orders_a was not read again, and every read of orders_b names its backfill.
+  expect(typed('orders_a.read')).toHaveLength(12);
+  expect(new Set(typed('orders_b.read').map((e) => ((e.payload as JsonObject).metadata as JsonObject).backfill_id)).size).toBe(1);
+});
+
 it('deleting a pipeline while it streams: deleting at once, then gone with its slot and publication', async () => {
   await admin.query('CREATE TABLE live_items (id int PRIMARY KEY)');
   const { clock, hub, engine } = await setup();

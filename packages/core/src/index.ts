@@ -36,7 +36,6 @@ export {
   type TransformStep,
   type Run,
   type Pipeline,
-  type PipelineHold,
   type CreatePipelineInput,
   type UpdatePipelineInput,
   type EventRecord,

@@ -47,17 +47,45 @@ export async function consumePushSource<Written>(host: PushHost<Written>): Promi
   const consuming = new AbortController();
   const onStop = () => consuming.abort(new FlowStop('stopped'));
   host.stopSignal.addEventListener('abort', onStop, { once: true });
-  // An idle push source calls no handler: a pause or a deletion must still end the consumption.
+  // An idle push source calls no handler: a pause or a deletion must still end the consumption,
+  // and a change of the source's connector (a table added to capture) must still reopen it.
   host.onPoke(() => {
     void host.isActive().then(
       (active) => {
-        if (active) return;
+        if (active) {
+          reopenIfChanged();
+          return;
+        }
         if (host.flow.end !== 'caught_up') host.flow.end = 'inactive';
         consuming.abort(new FlowStop('inactive'));
       },
       () => undefined,
     );
   });
+  /**
+   * Reads the connectors again, and starts the consumption again when the source's changed.
+   * With batches in flight, once the last of them committed (`recheck`): the handler reads them
+   * before each batch, but a stream that goes quiet after them would never hear of the change.
+   * In line with the handler's writes (chained on `written`), never beside one.
+   */
+  let recheck = false;
+  const reopenIfChanged = () => {
+    if (inFlight > 0) {
+      recheck = true;
+      return;
+    }
+    // Fails only when the batch before it failed, as the handler's next write must then.
+    const check = written.then(async () => {
+      try {
+        if (inFlight > 0 || !(await host.refresh(false))) return;
+        if (host.sourceStale()) restart.abort(new FlowStop('reopen'));
+      } catch {
+        // Storage or a connector could not be read: the next batch's own refresh says so.
+      }
+    });
+    check.catch(() => undefined);
+    written = check;
+  };
   // A run of a scheduled pipeline ends once the source has been quiet for a flush interval.
   let idle: { cancel(): void } | undefined;
   const armIdle = () => {
@@ -96,7 +124,13 @@ export async function consumePushSource<Written>(host: PushHost<Written>): Promi
         inFlight--;
         // The connectors changed: end this consumption after the committed batch and start again with them.
         if (host.sourceStale()) restart.abort(new FlowStop('reopen'));
-        if (inFlight === 0) armIdle();
+        if (inFlight === 0) {
+          armIdle();
+          if (recheck) {
+            recheck = false;
+            reopenIfChanged();
+          }
+        }
       },
       (error: unknown) => {
         inFlight--;

@@ -36,8 +36,10 @@ export type BackfillProgress = {
   at: string;
   /** The stream's position when it started: its rows' `commit_lsn`. */
   lsn: string;
-  /** `schema.name` of the table being read (the source's `tables` are read in order); absent once all are. */
+  /** `schema.name` of the table being read (its `tables` are read in order); absent once all are. */
   table?: string;
+  /** The tables it reads, in order (`schema.name`); absent: every table of the source. */
+  tables?: string[];
   /** The key (each column's Postgres text) of the last row read of that table; absent before its first chunk. */
   after?: string[];
   /** Rows handed over so far, all tables. */

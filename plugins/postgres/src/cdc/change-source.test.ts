@@ -375,6 +375,29 @@ describe('postgres change capture: incremental snapshot (backfill)', () => {
     expect(fold([...first.records, ...second.records])).toEqual(await table('cdc_backfill_resume'));
   });
 
+  it('backfills a table added to tables when the source starts again, and only that one', async () => {
+    await admin.query(`CREATE TABLE cdc_first (id int PRIMARY KEY, v text NOT NULL, n int NOT NULL)`);
+    await admin.query(`CREATE TABLE cdc_added (id int PRIMARY KEY, v text NOT NULL, n int NOT NULL)`);
+    await admin.query(`INSERT INTO cdc_first SELECT g, 'f' || g, 0 FROM generate_series(1, 30) g`);
+    await admin.query(`INSERT INTO cdc_added SELECT g, 'a' || g, 0 FROM generate_series(1, 45) g`);
+    const id = pipeline();
+    const first = consume(open({ tables: ['cdc_first'], batch_size: 10 }, id));
+    await waitFor(async () => first.records.length >= 30 && backfillOf(first) === undefined);
+    await first.stop();
+    const checkpoint = JSON.parse(JSON.stringify(first.checkpoint())) as Checkpoint;
+    expect(checkpoint).toMatchObject({ tables: ['public.cdc_first'] });
+    // Added to the config: the publication takes it, a backfill reads its rows, its changes stream.
+    const second = consume(open({ tables: ['cdc_first', 'cdc_added'], batch_size: 10 }, id), checkpoint);
+    await waitFor(async () => backfillOf(second) === undefined && second.records.filter((r) => r.type === 'cdc_added.read').length > 0);
+    await admin.query(`UPDATE cdc_added SET n = 1 WHERE id = 45`);
+    await admin.query(`UPDATE cdc_first SET n = 1 WHERE id = 1`);
+    await second.until(47);
+    expect(second.records.filter((r) => r.type === 'cdc_first.read')).toEqual([]);
+    expect(second.records.filter((r) => r.type === 'cdc_added.read').map((r) => payload(r).record.id)).toEqual(Array.from({ length: 45 }, (_, k) => k + 1));
+    expect(second.records.slice(45).map((r) => r.type)).toEqual(['cdc_added.update', 'cdc_first.update']);
+    expect(second.checkpoint()).toMatchObject({ tables: ['public.cdc_first', 'public.cdc_added'] });
+  });
+
   it('refuses a table it cannot read in chunks, naming it (backfill_needs_key)', async () => {
     await admin.query(`CREATE TABLE cdc_backfill_nokey (v text)`);
     await admin.query(`ALTER TABLE cdc_backfill_nokey REPLICA IDENTITY FULL`);

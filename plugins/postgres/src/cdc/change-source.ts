@@ -68,6 +68,8 @@ export type ChangeCheckpoint = {
   own?: { slot?: boolean; publication?: boolean };
   /** A backfill under way (`backfill.ts`): where it resumes. */
   backfill?: BackfillProgress;
+  /** The tables captured (`schema.name`): one added to `tables` since is backfilled. Absent in older checkpoints: all of them. */
+  tables?: string[];
 };
 
 /** Reads a checkpoint this source wrote; null for none. */
@@ -163,12 +165,16 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
         await admin.connect();
         const own = { ...checkpoint?.own };
         const tables = await resolveTables(admin, settings.tables);
-        /** The keys of the tables, when a backfill reads them: a table without one is refused before anything is created. */
+        const names = tables.map(qualifiedName);
+        /** The tables a backfill reads and their keys: a table without one is refused before anything is created. */
         const backfillOf = async (progress: BackfillProgress | undefined): Promise<StreamStart['backfill']> => {
-          if (progress === undefined || tableIndex(tables, progress) >= tables.length) return undefined;
+          if (progress === undefined) return undefined;
+          const listed = progress.tables;
+          const reading = listed === undefined ? tables : listed.flatMap((name) => tables.filter((t) => qualifiedName(t) === name));
+          if (tableIndex(reading, progress) >= reading.length) return undefined;
           const keys: TableKey[] = [];
-          for (const table of tables) keys.push(await tableKey(admin, table));
-          return { progress, tables, keys };
+          for (const table of reading) keys.push(await tableKey(admin, table));
+          return { progress, tables: reading, keys };
         };
         if (await ensurePublication(admin, settings, tables)) own.publication = true;
         const slot = await slotState(admin, settings.slot);
@@ -176,11 +182,20 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
           if (!slot) {
             throw new ConnectorError('slot_missing', `The replication slot ${settings.slot} is gone: the changes since ${checkpoint.lsn} cannot be read. Delete the pipeline and create it again to take a new snapshot.`, { retryable: false });
           }
+          // A table added to `tables` since the last start is read as a backfill too: appended to
+          // the one under way, or in one of its own.
+          const captured = checkpoint.tables ?? names;
+          const added = settings.snapshot === 'never' ? [] : names.filter((name) => !captured.includes(name));
+          let progress = checkpoint.backfill?.table === undefined ? undefined : checkpoint.backfill;
+          if (added.length > 0) {
+            progress = progress ? { ...progress, tables: [...(progress.tables ?? captured), ...added] } : { ...newBackfill(checkpoint.lsn, options.clock.now(), added[0]!), tables: added };
+          }
           start = {
             lsn: parseLsn(checkpoint.lsn),
             ...(checkpoint.txn !== undefined ? { txn: parseLsn(checkpoint.txn), index: checkpoint.index ?? 0 } : {}),
             own,
-            backfill: await backfillOf(checkpoint.backfill),
+            tables: names,
+            backfill: await backfillOf(progress),
           };
         } else if (checkpoint !== null || settings.snapshot === 'initial') {
           // A snapshot is taken from a new slot only: its start is what makes it consistent. A
@@ -193,10 +208,10 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
           }
           const consistent = await readSnapshot(admin, settings, tables, options, handler, signal, { ...own, slot: true });
           if (consistent === undefined) return;
-          start = { lsn: consistent, own: { ...own, slot: true }, backfill: undefined };
+          start = { lsn: consistent, own: { ...own, slot: true }, tables: names, backfill: undefined };
         } else {
           // `incremental` checks every table's key before the slot is made: a table it cannot chunk is refused first.
-          const incremental = settings.snapshot === 'incremental' ? await backfillOf(newBackfill('0/0', options.clock.now(), qualifiedName(tables[0]!))) : undefined;
+          const incremental = settings.snapshot === 'incremental' ? await backfillOf(newBackfill('0/0', options.clock.now(), names[0]!)) : undefined;
           let lsn = slot?.confirmed;
           if (!slot) {
             const replication = await ReplicationClient.connect(options.clientConfig);
@@ -208,7 +223,7 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
             own.slot = true;
           }
           // The backfill reads the rows present while the stream runs from the slot's start.
-          start = { lsn: lsn!, own, backfill: incremental && { ...incremental, progress: { ...incremental.progress, lsn: formatLsn(lsn!) } } };
+          start = { lsn: lsn!, own, tables: names, backfill: incremental && { ...incremental, progress: { ...incremental.progress, lsn: formatLsn(lsn!) } } };
         }
       } catch (error) {
         throw classifyChangeError(error);
@@ -227,6 +242,9 @@ interface StreamStart {
   txn?: Lsn;
   index?: number;
   own: NonNullable<ChangeCheckpoint['own']>;
+  /** The tables captured, for the checkpoint. */
+  tables: string[];
+  /** The backfill under way: its progress, the tables it reads (in order) and their keys. */
   backfill: { progress: BackfillProgress; tables: readonly ResolvedTable[]; keys: readonly TableKey[] } | undefined;
 }
 
@@ -512,7 +530,15 @@ async function streamChanges(
       pendingRecords++;
     }
     const next = done.end ? backfill!.tables[done.table + 1] : table;
-    const end: BackfillProgress = { id: base.id, at: base.at, lsn: base.lsn, rows, ...(next === undefined ? {} : { table: qualifiedName(next) }), ...(!done.end && done.last ? { after: done.last } : {}) };
+    const end: BackfillProgress = {
+      id: base.id,
+      at: base.at,
+      lsn: base.lsn,
+      rows,
+      ...(next === undefined ? {} : { table: qualifiedName(next) }),
+      ...(!done.end && done.last ? { after: done.last } : {}),
+      ...(base.tables ? { tables: base.tables } : {}),
+    };
     pending.push({ progress: end });
     // The reader's next chunk starts from here.
     readerAt = end;
@@ -653,6 +679,7 @@ async function streamChanges(
     ...(partial ? { txn: formatLsn(partial.txn), index: partial.index } : {}),
     own: start.own,
     ...(progress?.table !== undefined ? { backfill: progress } : {}),
+    tables: start.tables,
   });
 
   /** Hands over what is pending, batch by batch, at most HANDED_AHEAD unresolved. */
