@@ -17,6 +17,7 @@ import { createEngine, generateSecretKey, sqliteStorage } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
 import { getSharedTestPostgres } from '@ferry/test-servers';
 import { startChildEngine, untilReal } from '../support/child-engine.js';
+import { seededRandom as seeded } from '../support/seeded-random.js';
 
 const child = join(import.meta.dirname, 'fixtures', 'pipeline-engine.ts');
 const WS = 'default';
@@ -138,12 +139,3 @@ describe('postgres backfill survives SIGKILL under concurrent writers', () => {
     expect(longest).toBeLessThan(5_000);
   }, 900_000);
 });
-
-/** A small deterministic generator, so a failing run can be told apart from bad luck. */
-function seeded(seed: number): () => number {
-  let state = seed * 2654435761;
-  return () => {
-    state = (state * 1664525 + 1013904223) % 4294967296;
-    return state / 4294967296;
-  };
-}

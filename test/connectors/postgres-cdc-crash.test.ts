@@ -15,6 +15,7 @@ import { createEngine, generateSecretKey, sqliteStorage } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
 import { getSharedTestPostgres } from '@ferry/test-servers';
 import { startChildEngine, untilReal } from '../support/child-engine.js';
+import { seededRandom as seeded } from '../support/seeded-random.js';
 
 const child = join(import.meta.dirname, 'fixtures', 'pipeline-engine.ts');
 const WS = 'default';
@@ -166,13 +167,4 @@ function lastVersion(history: Map<number, Change[]>, id: number): number {
 function lsnOf(text: string): bigint {
   const [hi, lo] = text.split('/');
   return (BigInt(`0x${hi}`) << 32n) | BigInt(`0x${lo}`);
-}
-
-/** A small deterministic generator, so a failing run can be told apart from bad luck. */
-function seeded(seed: number): () => number {
-  let state = seed * 2654435761;
-  return () => {
-    state = (state * 1664525 + 1013904223) % 4294967296;
-    return state / 4294967296;
-  };
 }
