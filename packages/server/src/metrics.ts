@@ -92,6 +92,19 @@ export function createMetrics(engine: Engine): ServerMetrics {
       for (const [pipelineId, bytes] of engine.sourceLag()) this.set({ pipeline_id: pipelineId }, bytes);
     },
   });
+  const perBackfill = (name: string, help: string, value: (progress: { rowsRead: number; tablesRemaining: number }) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['pipeline_id', 'backfill_id'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [pipelineId, progress] of engine.backfills()) this.set({ pipeline_id: pipelineId, backfill_id: progress.id }, value(progress));
+      },
+    });
+  perBackfill('ferry_backfill_rows_read', 'Rows a backfill running in a source this server has open has read and committed.', (p) => p.rowsRead);
+  perBackfill('ferry_backfill_tables_remaining', 'Tables such a backfill has not read to their end yet, the one being read included.', (p) => p.tablesRemaining);
   return {
     registry,
     observe(entry) {

@@ -79,6 +79,7 @@ export function postgres(options: PostgresOptions = {}): PostgresConnector {
           clientConfig: clientConfig(ctx.config, { connectTimeoutMs, outbound: ctx.outbound }),
           clock: ctx.clock,
           ...(ctx.reportLag ? { reportLag: ctx.reportLag } : {}),
+          ...(ctx.reportBackfill ? { reportBackfill: ctx.reportBackfill } : {}),
         });
       }
       // Settings first: a config the engine should have refused fails before a pool exists.

@@ -3,8 +3,11 @@ import type { EventLogRecorder, RunChanges } from './feeds.js';
 import { type Clock, type PlatformEvent, type PlatformEventType, FerryError, type IdGenerator, type Logger, type CursorCodec } from '../common/index.js';
 import type { SecretBox } from '../crypto/index.js';
 import type { PlatformEventBus } from './platform-event-bus.js';
-import type { JsonObject, PluginRegistry } from '../plugin-api/index.js';
+import type { JsonObject, PipelineConnectorContext, PluginRegistry } from '../plugin-api/index.js';
 import type { FerryStorage, Repositories } from '../storage/index.js';
+
+/** How far a source's backfill has come, as the source reports it (`reportBackfill`). */
+export type BackfillProgress = NonNullable<Parameters<NonNullable<PipelineConnectorContext<unknown>['reportBackfill']>>[0]>;
 
 /** Settings the services read, resolved from the engine options. */
 export interface ServiceSettings {
@@ -29,6 +32,8 @@ export interface EngineContext {
   readonly instanceId: string;
   /** What each open source last reported it holds back, in bytes, by pipeline id. */
   readonly sourceLag: Map<string, number>;
+  /** How far each open source's backfill has come, as it last reported, by pipeline id. */
+  readonly backfills: Map<string, BackfillProgress>;
   /** The event-log entries this engine commits, for `engine.events$`. */
   readonly eventLog: EventLogRecorder;
   /** Changes of runs this engine commits, for `engine.runs$`. */

@@ -4,7 +4,7 @@
  * from services into the workers. The composition root (`engine/`) builds it; the features
  * (`connectors/`, `pipelines/`, `events/`, `webhooks/`, `access/`) only use it.
  */
-export { afterCommit, assertWorkspaceId, newPlatformEvent, nowIso, reader, transact, type Emit, type EngineContext, type OpenTransaction, type ServiceSettings } from './engine-context.js';
+export { afterCommit, assertWorkspaceId, newPlatformEvent, nowIso, reader, transact, type Emit, type BackfillProgress, type EngineContext, type OpenTransaction, type ServiceSettings } from './engine-context.js';
 export { NO_ENGINE_HOOKS, type EngineHooks } from './engine-hooks.js';
 export { type EventLogRecorder, type RunChange, type RunChanges } from './feeds.js';
 export { PlatformEventBus, type PlatformEventListener } from './platform-event-bus.js';

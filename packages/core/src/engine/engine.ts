@@ -6,7 +6,7 @@ import { createEngineContainer } from './container.js';
 import { generateSecretKey, parseSecretKey, SecretBox } from '../crypto/index.js';
 import { EventLogFeed, eventsStream, type EventsStreamOptions, EventsService, IngestService } from '../events/index.js';
 import { recoverRotations, ConnectorsService } from '../connectors/index.js';
-import { PlatformEventBus, TransactionScope, type EngineContext, type EngineHooks, type PlatformEventListener, type ServiceSettings } from '../context/index.js';
+import { PlatformEventBus, TransactionScope, type BackfillProgress, type EngineContext, type EngineHooks, type PlatformEventListener, type ServiceSettings } from '../context/index.js';
 import { PluginRegistry, type FerryPlugin } from '../plugin-api/index.js';
 import { ApiKeysService, IdempotencyService, WorkspacesService } from '../access/index.js';
 import { PipelinesService, PipelineRuntime, resolveRuntimeOptions, type RuntimeOptionsInput, builtinTransforms, RunFeed, runsStream, storedRuns, type RunsStreamOptions } from '../pipelines/index.js';
@@ -120,6 +120,7 @@ export class Engine {
   /** Whether the host named this instance: then it may be a previous process's, whose leases it takes back. */
   private readonly instanceIdGiven: boolean;
   private readonly lag = new Map<string, number>();
+  private readonly backfillProgress = new Map<string, BackfillProgress>();
   private readonly eventLog = new EventLogFeed();
   private readonly runFeed = new RunFeed();
   private readonly hooks: EngineHooks;
@@ -168,6 +169,7 @@ export class Engine {
       bus: this.bus,
       instanceId: this.instanceId,
       sourceLag: this.lag,
+      backfills: this.backfillProgress,
       eventLog: this.eventLog,
       runFeed: this.runFeed,
       currentTransaction: new TransactionScope(),
@@ -351,6 +353,16 @@ export class Engine {
    */
   sourceLag(): ReadonlyMap<string, number> {
     return new Map(this.lag);
+  }
+
+  /**
+   * How far each backfill running in a source this engine has open has come, by pipeline id: the
+   * source's last report, as of its last committed batch (a change-capturing Postgres source's
+   * incremental snapshot: its id, the table being read, rows read, tables remaining). Pipelines
+   * without a backfill under way, or that run elsewhere, are absent.
+   */
+  backfills(): ReadonlyMap<string, { readonly id: string; readonly table: string; readonly rowsRead: number; readonly tablesRemaining: number }> {
+    return new Map(this.backfillProgress);
   }
 
   /** Listens to one platform event type (or `*` for all), in process, after commit. */

@@ -1,4 +1,4 @@
-import type { EngineContext } from '../context/index.js';
+import type { BackfillProgress, EngineContext } from '../context/index.js';
 import { isFerryError } from '../common/index.js';
 import { scrub, type ConnectorHealth, type ConnectorInbox, type Destination, type Source } from '../plugin-api/index.js';
 import { connectorContext, openConnector, recordConnectorHealth, type OpenedConnector } from '../connectors/index.js';
@@ -128,6 +128,10 @@ class Connections implements PipelineConnections {
       reportLag: (bytes: number) => {
         if (Number.isFinite(bytes) && bytes >= 0) ctx.sourceLag.set(pipeline.id, bytes);
       },
+      reportBackfill: (progress: BackfillProgress | null) => {
+        if (progress === null) ctx.backfills.delete(pipeline.id);
+        else ctx.backfills.set(pipeline.id, { id: String(progress.id), table: String(progress.table), rowsRead: Number(progress.rowsRead), tablesRemaining: Number(progress.tablesRemaining) });
+      },
     };
   }
 
@@ -136,7 +140,10 @@ class Connections implements PipelineConnections {
     if (side === 'source') {
       this.reader = undefined;
       // A closed source reports nothing any more: its last figure would go stale.
-      if (this.options.withSource) this.ctx.sourceLag.delete(this.pipeline.id);
+      if (this.options.withSource) {
+        this.ctx.sourceLag.delete(this.pipeline.id);
+        this.ctx.backfills.delete(this.pipeline.id);
+      }
     }
     try {
       await closing?.close?.();

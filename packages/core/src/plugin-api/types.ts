@@ -176,6 +176,23 @@ export interface PipelineConnectorContext<TConfig> extends ConnectorContext<TCon
    * the source is closed. Optional: sources with no such notion never call it.
    */
   readonly reportLag?: (bytes: number) => void;
+  /**
+   * Reports how far a backfill (a re-read of what the source system holds, such as an
+   * incremental snapshot) has come, as of the last batch committed; `null` once none runs. The
+   * engine keeps the last report per pipeline while the source is open (`engine.backfills()`,
+   * and `ferry_backfill_rows_read` and `ferry_backfill_tables_remaining` on `/metrics`).
+   * Optional: sources that never re-read anything never call it.
+   */
+  readonly reportBackfill?: (progress: {
+    /** The backfill's id (its events' `metadata.backfill_id`). */
+    readonly id: string;
+    /** The table being read. */
+    readonly table: string;
+    /** Rows handed over and committed so far, all tables. */
+    readonly rowsRead: number;
+    /** Tables not yet read to their end, the one being read included. */
+    readonly tablesRemaining: number;
+  } | null) => void;
 }
 
 /** Input of a credential rotation (docs/api.md, Connector rotation). */

@@ -333,7 +333,9 @@ describe('postgres change capture: incremental snapshot (backfill)', () => {
     const config = { connection_string: url, capture: 'changes', tables: ['cdc_window'], snapshot: 'incremental', batch_size: 10 } as PostgresConfig;
     const ctx = connectorContext(config, { direction: 'source', pipelineId: id, outboundAllow: ['127.0.0.1'] });
     let chunks = 0;
+    const reports: Array<{ id: string; table: string; rowsRead: number; tablesRemaining: number } | null> = [];
     const source = changeSource(changeSourceSettings(config, id), {
+      reportBackfill: (progress) => reports.push(progress),
       clientConfig: clientConfig(config, { connectTimeoutMs: 5000, outbound: ctx.outbound }),
       clock: ctx.clock,
       // After the first chunk's select (rows 1-10 as they were), before its high watermark.
@@ -351,6 +353,13 @@ describe('postgres change capture: incremental snapshot (backfill)', () => {
     expect(reads).toEqual(Array.from({ length: 30 }, (_, k) => k + 1).filter((k) => k !== 5 && k !== 7));
     expect(c.records.find((r) => payload(r).record.id === 25 && payload(r).action === 'read') && payload(c.records.find((r) => payload(r).record.id === 25 && payload(r).action === 'read')!).record.v).toBe('later');
     expect(fold(c.records)).toEqual(await table('cdc_window'));
+    // How far it came, after each committed batch: rows read grow, and none is left at the end.
+    await waitFor(async () => reports.at(-1) === null);
+    const running = reports.filter((r) => r !== null);
+    expect(running.length).toBeGreaterThan(1);
+    expect(running.every((r) => r.table === 'public.cdc_window' && r.tablesRemaining === 1 && r.id === payload(c.records.find((x) => payload(x).action === 'read')!).metadata.backfill_id)).toBe(true);
+    expect(running.map((r) => r.rowsRead)).toEqual([...running.map((r) => r.rowsRead)].sort((a, b) => a - b));
+    expect(running.at(-1)!.rowsRead).toBe(28);
   });
 
   it('resumes after a restart from its last committed chunk, not from the start', async () => {

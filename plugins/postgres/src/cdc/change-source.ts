@@ -134,6 +134,8 @@ export interface ChangeSourceOptions {
   statusIntervalMs?: number;
   /** Told the bytes of WAL the slot holds back (the server's end minus the confirmed position). */
   reportLag?: (bytes: number) => void;
+  /** Told how far the backfill has come after each committed batch, and `null` once it is done. */
+  reportBackfill?: (progress: { id: string; table: string; rowsRead: number; tablesRemaining: number } | null) => void;
   /**
    * Called once a backfill's chunk is selected, before its high watermark is written, with the
    * table and the chunk's row count. Tests commit a change there: the case the watermarks are for.
@@ -658,6 +660,12 @@ async function streamChanges(
       confirm();
     }
   };
+  /** Tells the engine how far the backfill is as of a committed batch's checkpoint. */
+  const reportCommitted = (committed: BackfillProgress | undefined) => {
+    if (backfill === undefined || options.reportBackfill === undefined) return;
+    if (committed?.table === undefined) options.reportBackfill(null);
+    else options.reportBackfill({ id: committed.id, table: committed.table, rowsRead: committed.rows, tablesRemaining: backfill.tables.length - tableIndex(backfill.tables, committed) });
+  };
   const handOver = (batch: SourceBatch, complete: Lsn) => {
     const entry = { done: handler(batch), settled: false, complete };
     handed.push(entry);
@@ -666,6 +674,7 @@ async function streamChanges(
       entry.settled = true;
       unsettled--;
       confirmSettled();
+      reportCommitted((batch.checkpoint as ChangeCheckpoint).backfill);
       wake();
     }, fail);
   };
