@@ -506,8 +506,8 @@ async function streamChanges(
 
   /**
    * Queues the chunk's rows that no change between its watermarks touched, as `read` events,
-   * each carrying the backfill's position after it; then the position after the chunk (the next
-   * table's start when it read its table to the end). The reader then reads the next chunk.
+   * then the backfill's position after the chunk (the next table's start when it read its table
+   * to the end). The reader then reads the next chunk.
    */
   const handChunk = () => {
     const done = chunk!;
