@@ -20,7 +20,7 @@ export type { PipelineRow } from './storage/index.js';
 export type { RunRow, NewRun } from './storage/index.js';
 export type { EventRow, DeadLetterRow, EventFilters } from './storage/index.js';
 export type { WebhookRow } from './storage/index.js';
-export type { DeliveryRow, DeliveryAttemptRow } from './storage/index.js';
+export type { BackfillRow, DeliveryRow, DeliveryAttemptRow } from './storage/index.js';
 export type { OutboxRow } from './storage/index.js';
 export type { IdempotencyRecord, IdempotencyBegin } from './storage/index.js';
 export type { InboxRow, InboxEntry } from './storage/index.js';

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { StorageConfig } from '@ferry/core';
-import { openStorage, type ConnectorRow, type DeliveryRow, type EventRow, type FerryStorage, type PipelineRow } from '@ferry/core/internal';
+import { openStorage, type BackfillRow, type ConnectorRow, type DeliveryRow, type EventRow, type FerryStorage, type PipelineRow } from '@ferry/core/internal';
 
 /** What one batch commits (`BatchCommits` in storage), as a queued commit takes it. */
 type BatchCommit = Parameters<ReturnType<ReturnType<FerryStorage['batchCommits']>['queue']>>[0];
@@ -509,6 +509,49 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       expect((await storage.repos.pipelineHolds.forPipelines('ws_b', ['pip_2'])).size).toBe(0);
       await storage.repos.pipelineHolds.clear('pip_2');
       expect((await storage.repos.stats.read()).holds).toEqual([]);
+    });
+
+    it('backfills: insert once, get per workspace, list in id order, the open ones oldest first, an end that stays', async () => {
+      const backfill = (id: string, state: BackfillRow['state'], overrides: Partial<BackfillRow> = {}): BackfillRow => ({
+        id,
+        workspace_id: 'ws_a',
+        pipeline_id: 'pip_1',
+        state,
+        tables: [{ table: 'public.items', rows_read: 0, rows_estimated: 1_000_000_000_000, state: 'pending' }],
+        where: { 'public.items': "region = 'é\u2028'" },
+        chunk_size: 500,
+        rows_read: 0,
+        error: null,
+        created_at: at(0),
+        started_at: null,
+        finished_at: null,
+        updated_at: at(0),
+        ...overrides,
+      });
+      await storage.repos.backfills.insert(backfill('bfl_1', 'succeeded', { where: null, chunk_size: null, rows_read: 2 ** 40, finished_at: at(5) }));
+      await storage.repos.backfills.insert(backfill('bfl_2', 'running', { started_at: at(1) }));
+      await storage.repos.backfills.insert(backfill('bfl_3', 'queued'));
+      await storage.repos.backfills.insert(backfill('bfl_4', 'cancelled'));
+      await storage.repos.backfills.insert(backfill('bfl_5', 'queued', { pipeline_id: 'pip_2' }));
+      // A second insert of an id (a report heard twice) changes nothing.
+      await storage.repos.backfills.insert(backfill('bfl_3', 'failed'));
+      expect(await storage.repos.backfills.get('ws_a', 'bfl_1')).toEqual(backfill('bfl_1', 'succeeded', { where: null, chunk_size: null, rows_read: 2 ** 40, finished_at: at(5) }));
+      expect(await storage.repos.backfills.get('ws_a', 'bfl_2')).toEqual(backfill('bfl_2', 'running', { started_at: at(1) }));
+      expect(await storage.repos.backfills.get('ws_b', 'bfl_2')).toBeNull();
+      expect((await storage.repos.backfills.getAnyWorkspace('bfl_3'))?.state).toBe('queued');
+      expect((await storage.repos.backfills.list('ws_a', 'pip_1', undefined, 10)).rows.map((r) => r.id)).toEqual(['bfl_1', 'bfl_2', 'bfl_3', 'bfl_4']);
+      expect((await storage.repos.backfills.list('ws_a', 'pip_1', ['bfl_3'], 10, 'desc')).rows.map((r) => r.id)).toEqual(['bfl_2', 'bfl_1']);
+      expect((await storage.repos.backfills.list('ws_b', 'pip_1', undefined, 10)).rows).toEqual([]);
+      expect((await storage.repos.backfills.open('pip_1')).map((r) => r.id)).toEqual(['bfl_2', 'bfl_3']);
+      expect(await storage.repos.backfills.cancelledIds('pip_1', 10)).toEqual(['bfl_4']);
+      const done = [{ table: 'public.items', rows_read: 7, rows_estimated: 1_000_000_000_000, state: 'done' as const }];
+      expect(await storage.repos.backfills.updateOpen('bfl_2', { state: 'succeeded', tables: done, rows_read: 7, finished_at: at(9), updated_at: at(9) })).toBe(true);
+      expect(await storage.repos.backfills.get('ws_a', 'bfl_2')).toMatchObject({ state: 'succeeded', tables: done, rows_read: 7, finished_at: at(9) });
+      // Ended is final: whoever comes second changes nothing.
+      expect(await storage.repos.backfills.updateOpen('bfl_2', { state: 'cancelled', updated_at: at(10) })).toBe(false);
+      expect(await storage.repos.backfills.updateOpen('bfl_1', { state: 'running', updated_at: at(10) })).toBe(false);
+      expect((await storage.repos.backfills.get('ws_a', 'bfl_2'))?.state).toBe('succeeded');
+      expect((await storage.repos.backfills.open('pip_1')).map((r) => r.id)).toEqual(['bfl_3']);
     });
 
     it('pipeline minutes: batches add up within a minute, a new minute gets a row of its own, a window reads one workspace', async () => {

@@ -48,6 +48,12 @@ export type { TransformStep } from './shapes.js';
 /** One run of a pipeline. */
 export type Run = Static<typeof resourceSchemas.Run>;
 
+/** A backfill: a re-read of what a pipeline's source holds, as the API returns it (docs/api.md, Backfills). */
+export type Backfill = Static<typeof resourceSchemas.Backfill>;
+
+/** Input of `backfills.create`. */
+export type CreateBackfillInput = Static<typeof inputSchemas.createBackfill>;
+
 /** A pipeline as the API returns it. */
 export type Pipeline = Static<typeof resourceSchemas.Pipeline>;
 

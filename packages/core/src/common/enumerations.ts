@@ -65,6 +65,16 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 /** Schema of a {@link DeliveryStatus}. */
 export const DeliveryStatusSchema = literalUnion(DELIVERY_STATUSES);
 
+/**
+ * Backfill states (docs/api.md, Backfills): `queued` until its source starts it, `running`,
+ * `paused` while its pipeline is (shown, never stored), and one of the three ends.
+ */
+export const BACKFILL_STATES = ['queued', 'running', 'paused', 'succeeded', 'failed', 'cancelled'] as const;
+/** One of {@link BACKFILL_STATES}. */
+export type BackfillState = (typeof BACKFILL_STATES)[number];
+/** Schema of a {@link BackfillState}. */
+export const BackfillStateSchema = literalUnion(BACKFILL_STATES);
+
 /** The platform event types (docs/api.md, Platform events). */
 export const PLATFORM_EVENT_TYPES = [
   'pipeline.created',
@@ -78,6 +88,9 @@ export const PLATFORM_EVENT_TYPES = [
   'connector.health_changed',
   'connector.rotated',
   'event.dead_lettered',
+  'backfill.started',
+  'backfill.completed',
+  'backfill.failed',
 ] as const;
 /** A platform (lifecycle) event type. */
 export type PlatformEventType = (typeof PLATFORM_EVENT_TYPES)[number];
@@ -96,5 +109,6 @@ export const ENUMERATIONS = {
   RUN_TRIGGERS,
   EVENT_STATUSES,
   DELIVERY_STATUSES,
+  BACKFILL_STATES,
   PLATFORM_EVENT_TYPES,
 } as const;

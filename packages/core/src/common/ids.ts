@@ -12,6 +12,7 @@ export const ID_PREFIXES = {
   delivery: 'dlv',
   key: 'key',
   attempt: 'att',
+  backfill: 'bfl',
 } as const;
 
 /** A resource kind that has an id prefix. */

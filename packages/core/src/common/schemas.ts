@@ -110,6 +110,27 @@ export const inputSchemas = {
     { minutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 1440, default: 60, description: 'How many minutes the window holds, the current one last: 1 to 1440 (a day), default 60.' })) },
     { additionalProperties: false },
   ),
+  createBackfill: Type.Object(
+    {
+      tables: Type.Optional(
+        Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { minItems: 1, maxItems: 1000, uniqueItems: true, description: "The tables to read, in this order; default: every table of the pipeline's source." }),
+      ),
+      // An object of strings (additionalProperties), typed as a record of them.
+      where: Type.Optional(
+        Type.Unsafe<Record<string, string>>(
+          Type.Object(
+            {},
+            {
+              additionalProperties: Type.String({ minLength: 1, maxLength: 4000 }),
+              description: 'A row filter per table, by table name: a boolean SQL expression over its columns, which the source parses and checks (no subqueries, no functions beyond a few pure ones).',
+            },
+          ),
+        ),
+      ),
+      chunk_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000, description: "Rows per chunk (each one short statement); default: the source's `batch_size`." })),
+    },
+    { additionalProperties: false },
+  ),
   bulkReplay: Type.Object(
     { since: Type.Optional(TimestampField), until: Type.Optional(TimestampField), type: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) },
     { additionalProperties: false },

@@ -9,6 +9,7 @@ import {
   PlatformEventTypeSchema,
   RunStatusSchema,
   RunTriggerSchema,
+  BackfillStateSchema,
 } from './enumerations.js';
 import { ID_PREFIXES, idPattern, type IdKind } from './ids.js';
 
@@ -122,6 +123,27 @@ const PipelineStats = Type.Object({
   per_minute: Type.Array(PipelineMinute, {
     description: "One entry per minute from `since` to `until`, oldest first, the current minute last; a minute without a commit counts zeros. The events the pipeline's batches committed, by the minute (UTC) of their commit; replays are not counted.",
   }),
+});
+
+const BackfillTable = Type.Object({
+  table: Type.String({ description: 'The table, as its source names it (`schema.name`).' }),
+  rows_read: Type.Integer({ description: 'Rows of the table handed over and committed so far.' }),
+  rows_estimated: Nullable(Type.Integer(), { description: "The source's estimate of the table's rows when the backfill was asked for (Postgres: the planner's statistics); null when it has none." }),
+  state: Type.Union([Type.Literal('pending'), Type.Literal('running'), Type.Literal('done')], { description: '`pending` until its first chunk, `running`, then `done` once read to its end.' }),
+});
+
+const Backfill = Type.Object({
+  id: Id('backfill'),
+  pipeline_id: Id('pipeline'),
+  state: BackfillStateSchema,
+  tables: Type.Array(BackfillTable, { description: 'The tables it reads, in the order it reads them.' }),
+  where: Nullable(Type.Unsafe<Record<string, string>>(Type.Object({}, { additionalProperties: Type.String() })), { description: 'The row filter per table, by the names the source gives its tables (`schema.name`).' }),
+  chunk_size: Nullable(Type.Integer(), { description: "Rows per chunk; null: the source's `batch_size`." }),
+  rows_read: Type.Integer({ description: 'Rows handed over and committed so far, all tables.' }),
+  error: Nullable(Type.Object({ code: Type.String(), message: Type.String() }), { description: 'Why it failed; null otherwise.' }),
+  created_at: Timestamp,
+  started_at: Nullable(Timestamp, { description: 'When its source started reading it.' }),
+  finished_at: Nullable(Timestamp),
 });
 
 /** One transform step definition: `{ type, ...fields }`; the fields are the step type's own. */
@@ -246,6 +268,7 @@ export const resourceSchemas = {
   Pipeline,
   Run,
   PipelineStats,
+  Backfill,
   EventRecord,
   Count: Type.Object({ count: Type.Integer() }),
   WebhookSubscription,

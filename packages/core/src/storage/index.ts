@@ -9,6 +9,7 @@ export { Repositories } from './repositories.js';
 export { type KeysetResult } from './keyset.js';
 export { LeasedQueue, LeasesRepo, type Claim, type ClaimOptions, type Fence, type LeaseGrant, type LeasedQueueSpec } from './leases.js';
 export { type ApiKeyRow } from './repositories/api-keys-repo.js';
+export { type BackfillPatch, type BackfillRow } from './repositories/backfills-repo.js';
 export { type ConnectorRow } from './repositories/connectors-repo.js';
 export { type AttemptOutcome, type DeliveryAttemptRow, type DeliveryRow } from './repositories/deliveries-repo.js';
 export { type DeadLetterRow, type EventFilters, type EventRow } from './repositories/events-repo.js';

@@ -2,6 +2,7 @@ import type { Db } from './sql-helpers.js';
 import type { StorageDialect } from './dialect.js';
 import type { SqliteIdleReader } from './sqlite-direct.js';
 import { ApiKeysRepo } from './repositories/api-keys-repo.js';
+import { BackfillsRepo } from './repositories/backfills-repo.js';
 import { CheckpointsRepo } from './repositories/checkpoints-repo.js';
 import { ConnectorsRepo } from './repositories/connectors-repo.js';
 import { DeliveriesRepo } from './repositories/deliveries-repo.js';
@@ -27,6 +28,7 @@ export class Repositories {
   readonly pipelineMinutes: PipelineMinutesRepo;
   readonly pipelineHolds: PipelineHoldsRepo;
   readonly runs: RunsRepo;
+  readonly backfills: BackfillsRepo;
   readonly checkpoints: CheckpointsRepo;
   readonly events: EventsRepo;
   readonly webhooks: WebhooksRepo;
@@ -49,6 +51,7 @@ export class Repositories {
     this.pipelineMinutes = new PipelineMinutesRepo(db);
     this.pipelineHolds = new PipelineHoldsRepo(db);
     this.runs = new RunsRepo(db, dialect, idle);
+    this.backfills = new BackfillsRepo(db);
     this.checkpoints = new CheckpointsRepo(db, dialect);
     this.events = new EventsRepo(db, dialect);
     this.webhooks = new WebhooksRepo(db);

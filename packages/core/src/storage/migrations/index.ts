@@ -7,6 +7,7 @@ import * as pipelineMinutes from './0005-pipeline-minutes.js';
 import * as pipelineEventLog from './0006-pipeline-event-log.js';
 import * as pipelineHolds from './0007-pipeline-holds.js';
 import * as eventLogUnits from './0008-event-log-units.js';
+import * as backfills from './0009-backfills.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -22,6 +23,7 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Migration]> = [
   ['0006-pipeline-event-log', pipelineEventLog],
   ['0007-pipeline-holds', pipelineHolds],
   ['0008-event-log-units', eventLogUnits],
+  ['0009-backfills', backfills],
 ];
 
 /**
