@@ -23,7 +23,7 @@ const RANKS = [
   ['storage'],
   ['context'],
   ['queue'],
-  ['connectors', 'pipelines', 'events', 'webhooks', 'access'],
+  ['connectors', 'backfills', 'pipelines', 'events', 'webhooks', 'access'],
   ['engine'],
 ];
 

@@ -1,6 +1,6 @@
 import { afterEach, expect, it } from 'vitest';
 import { Type } from '@sinclair/typebox';
-import { createEngine, defineConnector, sqliteStorage, type Engine } from '@ferry/core';
+import { createEngine, defineConnector, sqliteStorage, type BackfillReport, type Engine, type PlatformEvent } from '@ferry/core';
 import { createMetrics } from '@ferry/server';
 import { MemoryHub, eventually, memoryConnector, VirtualClock } from '@ferry/testing';
 
@@ -11,7 +11,17 @@ afterEach(async () => {
 });
 
 /** A source that has nothing to read and holds back `held` bytes, as a replication slot would, while re-reading its tables. */
-const held = { bytes: 4096, backfill: { id: 'bfl_1', table: 'public.items', rowsRead: 1200, tablesRemaining: 2 } as { id: string; table: string; rowsRead: number; tablesRemaining: number } | null };
+const B1 = 'bfl_01JD0000000000000000000001';
+const B2 = 'bfl_01JD0000000000000000000002';
+const report = (id: string, state: BackfillReport['state'], rows: [number, number]): BackfillReport => ({
+  id,
+  state,
+  tables: [
+    { table: 'public.items', rowsRead: rows[0], rowsEstimated: 2000, state: state === 'running' ? 'running' : 'done' },
+    { table: 'public.orders', rowsRead: rows[1], rowsEstimated: null, state: state === 'running' ? 'pending' : 'done' },
+  ],
+});
+const held = { bytes: 4096, backfill: report(B1, 'running', [1200, 0]) };
 const laggingSource = defineConnector({
   type: 'lagging',
   version: '0.0.0',
@@ -26,7 +36,7 @@ const laggingSource = defineConnector({
   }),
 });
 
-it('a source\'s reported lag and backfill progress are on the engine and /metrics while it is open', async () => {
+it('a source\'s reported lag and backfill progress are on the engine and /metrics while it is open, and its backfills recorded', async () => {
   const clock = new VirtualClock(undefined, { settleRealMs: 1 });
   const hub = new MemoryHub({ clock });
   const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), clock, plugins: [laggingSource, memoryConnector(hub)], webhookDelivery: false });
@@ -36,25 +46,50 @@ it('a source\'s reported lag and backfill progress are on the engine and /metric
   const sink = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
   const pipeline = await engine.pipelines.create(WS, { name: 'lag', source_connector_id: source.id, destination_connector_id: sink.id, activate: true, flush_interval_ms: 1000 });
   const metrics = createMetrics(engine);
+  const events: PlatformEvent[] = [];
+  engine.on('*', (event) => void events.push(event));
 
   await eventually(clock, () => engine.sourceLag().get(pipeline.id) === 4096, 1000);
   expect(await metrics.render()).toContain(`ferry_source_lag_bytes{pipeline_id="${pipeline.id}"} 4096`);
   held.bytes = 8192;
   await eventually(clock, () => engine.sourceLag().get(pipeline.id) === 8192, 1000);
   // Its backfill's progress, until it reports none.
-  expect(engine.backfills().get(pipeline.id)).toEqual({ id: 'bfl_1', table: 'public.items', rowsRead: 1200, tablesRemaining: 2 });
+  expect(engine.backfillProgress().get(pipeline.id)).toEqual({ id: B1, table: 'public.items', rowsRead: 1200, tablesRemaining: 2 });
   const text = await metrics.render();
-  expect(text).toContain(`ferry_backfill_rows_read{pipeline_id="${pipeline.id}",backfill_id="bfl_1"} 1200`);
-  expect(text).toContain(`ferry_backfill_tables_remaining{pipeline_id="${pipeline.id}",backfill_id="bfl_1"} 2`);
-  held.backfill = null;
-  await eventually(clock, () => !engine.backfills().has(pipeline.id), 1000);
+  expect(text).toContain(`ferry_backfill_rows_read{pipeline_id="${pipeline.id}",backfill_id="${B1}"} 1200`);
+  expect(text).toContain(`ferry_backfill_tables_remaining{pipeline_id="${pipeline.id}",backfill_id="${B1}"} 2`);
+  // A backfill the source started itself is recorded as it reports it, and its start is an event.
+  await eventually(clock, async () => (await engine.backfills.list(WS, pipeline.id)).data.length === 1, 1000);
+  expect(await engine.backfills.get(WS, B1)).toMatchObject({
+    id: B1,
+    pipeline_id: pipeline.id,
+    state: 'running',
+    rows_read: 1200,
+    tables: [
+      { table: 'public.items', rows_read: 1200, rows_estimated: 2000, state: 'running' },
+      { table: 'public.orders', rows_read: 0, rows_estimated: null, state: 'pending' },
+    ],
+    finished_at: null,
+  });
+  held.backfill = report(B1, 'succeeded', [2000, 40]);
+  await eventually(clock, () => !engine.backfillProgress().has(pipeline.id), 1000);
   expect(await metrics.render()).not.toContain('ferry_backfill_rows_read{');
-  held.backfill = { id: 'bfl_2', table: 'public.items', rowsRead: 10, tablesRemaining: 1 };
-  await eventually(clock, () => engine.backfills().has(pipeline.id), 1000);
+  await eventually(clock, async () => (await engine.backfills.get(WS, B1)).state === 'succeeded', 1000);
+  expect((await engine.backfills.get(WS, B1)).rows_read).toBe(2040);
+  // An ended backfill stays ended, whatever a late report says; each change is one event.
+  held.backfill = report(B1, 'running', [5, 0]);
+  await eventually(clock, () => engine.backfillProgress().has(pipeline.id), 1000);
+  expect((await engine.backfills.get(WS, B1)).state).toBe('succeeded');
+  expect(events.filter((e) => e.type.startsWith('backfill.')).map((e) => [e.type, e.data])).toEqual([
+    ['backfill.started', { pipeline_id: pipeline.id, backfill_id: B1, rows_read: 1200 }],
+    ['backfill.completed', { pipeline_id: pipeline.id, backfill_id: B1, rows_read: 2040 }],
+  ]);
+  held.backfill = report(B2, 'running', [10, 0]);
+  await eventually(clock, () => engine.backfillProgress().get(pipeline.id)?.id === B2, 1000);
 
   // A paused pipeline's source is closed: its last figure would go stale, so it is gone.
   await engine.pipelines.pause(WS, pipeline.id);
   await eventually(clock, () => !engine.sourceLag().has(pipeline.id), 1000);
-  expect(engine.backfills().has(pipeline.id)).toBe(false);
+  expect(engine.backfillProgress().has(pipeline.id)).toBe(false);
   expect(await metrics.render()).not.toContain(`pipeline_id="${pipeline.id}"`);
 });

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import type { EventRecord, JsonObject } from '@ferry/core';
-import { engineContext, IdGenerator, type DeliveryRow, type EventRow } from '@ferry/core/internal';
+import { engineContext, IdGenerator, type BackfillRow, type DeliveryRow, type EventRow } from '@ferry/core/internal';
 import { PROBLEM_JSON, type TestApi, type TestResponse } from './harness.js';
 
 /** A well-formed id of the given prefix that names nothing. */
@@ -104,7 +104,7 @@ export async function createWebhook(api: TestApi, extra: Record<string, unknown>
 let eventSeq = 0;
 const ids = new WeakMap<TestApi, IdGenerator>();
 /** Real ids from the api's clock, so they sort like the engine's own. */
-const newId = (api: TestApi, kind: 'event' | 'delivery'): string => {
+const newId = (api: TestApi, kind: 'event' | 'delivery' | 'backfill'): string => {
   let gen = ids.get(api);
   if (!gen) ids.set(api, (gen = new IdGenerator(api.clock)));
   return gen.create(kind);
@@ -184,5 +184,31 @@ export async function insertDelivery(
     updated_at: at,
   };
   await engineContext(api.engine).storage.repos.deliveries.insertMany([row]);
+  return row;
+}
+
+/**
+ * Records a backfill of a pipeline straight into storage, in `state`: the suite's pipelines have
+ * no source that could be asked for one (test/runtime/postgres-cdc.test.ts runs real ones).
+ */
+export async function insertBackfill(api: TestApi, pipelineId: string, state: BackfillRow['state'], workspace = 'default'): Promise<BackfillRow> {
+  const at = new Date(api.clock.now()).toISOString();
+  const ended = state === 'succeeded' || state === 'failed' || state === 'cancelled';
+  const row: BackfillRow = {
+    id: newId(api, 'backfill'),
+    workspace_id: workspace,
+    pipeline_id: pipelineId,
+    state,
+    tables: [{ table: 'public.items', rows_read: ended ? 10 : 0, rows_estimated: 10, state: ended ? 'done' : 'pending' }],
+    where: null,
+    chunk_size: null,
+    rows_read: ended ? 10 : 0,
+    error: state === 'failed' ? { code: 'table_not_found', message: 'The table is gone.' } : null,
+    created_at: at,
+    started_at: state === 'queued' ? null : at,
+    finished_at: ended ? at : null,
+    updated_at: at,
+  };
+  await engineContext(api.engine).storage.repos.backfills.insert(row);
   return row;
 }

@@ -145,6 +145,19 @@ export function testPlugins(): FerryPlugin[] {
       }
       return { password: input.config.password };
     },
+    // Backfills as a change-capturing source plans them: its tables `public.items` and `public.orders`,
+    // `public.nokey` without a key, a filter that is `invalid` refused.
+    planBackfill: async (_ctx, input) => {
+      const captured = ['public.items', 'public.orders', 'public.nokey'];
+      const tables = (input.tables ?? captured.slice(0, 2)).map((t) => (t.includes('.') ? t : `public.${t}`));
+      const unknown = tables.find((t) => !captured.includes(t));
+      if (unknown) throw new ConnectorError('unknown_table', `${unknown} is not one of the tables the pipeline captures.`, { retryable: false });
+      if (tables.includes('public.nokey')) throw new ConnectorError('backfill_needs_key', 'The table public.nokey has no primary key or unique key over NOT NULL columns.', { retryable: false });
+      const filtered = Object.keys(input.where ?? {}).find((t) => !tables.includes(t.includes('.') ? t : `public.${t}`));
+      if (filtered) throw new ConnectorError('unknown_table', `${filtered} has a where but is not one of the backfill's tables.`, { retryable: false });
+      if (Object.values(input.where ?? {}).some((w) => w === 'invalid')) throw new ConnectorError('invalid_where', 'The where of public.items does not parse.', { retryable: false });
+      return { tables: tables.map((table) => ({ table, rowsEstimated: table === 'public.items' ? 1000 : null })) };
+    },
     source: () => ({ read: async (checkpoint) => ({ records: [], checkpoint }) }),
     destination: () => ({ write: async (events) => events.map(() => ({ ok: true as const })) }),
   });

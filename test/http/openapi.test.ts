@@ -17,7 +17,7 @@ import { createEngine, defineConnector, defineTransform, Secret, sqliteStorage }
 import { engineContext, ERROR_CODES, MAX_LIMIT, resourceSchemas } from '@ferry/core/internal';
 import { createHttpApi } from '@ferry/http';
 import { ADAPTERS, PROBLEM_JSON, startApi, testPlugins, type TestApi, type TestResponse } from './harness.js';
-import { createConnector, createPipeline, createWebhook, expectProblem, ghostId, insertDelivery, insertEvents, unique } from './fixtures.js';
+import { createConnector, createPipeline, createWebhook, expectProblem, ghostId, insertBackfill, insertDelivery, insertEvents, unique } from './fixtures.js';
 
 type Schema = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 type Header = { required?: boolean; schema: Schema };
@@ -103,6 +103,10 @@ const PATH_IDS: Record<string, string> = {
   'POST /v2/pipelines/{id}/runs id': 'pip',
   'GET /v2/pipelines/{id}/runs id': 'pip',
   'GET /v2/pipelines/{id}/stats id': 'pip',
+  'POST /v2/pipelines/{id}/backfills id': 'pip',
+  'GET /v2/pipelines/{id}/backfills id': 'pip',
+  'GET /v2/backfills/{id} id': 'bfl',
+  'POST /v2/backfills/{id}/cancel id': 'bfl',
   'GET /v2/pipelines/{id}/events id': 'pip',
   'POST /v2/pipelines/{id}/events/replay id': 'pip',
   'POST /v2/events/{id}/replay id': 'evt',
@@ -127,10 +131,11 @@ const RECORD_ID_PATTERNS: Record<string, string | undefined> = {
   evt: resourceSchemas.PlatformEvent.properties.id.pattern,
   whk: resourceSchemas.WebhookSubscription.properties.id.pattern,
   dlv: resourceSchemas.Delivery.properties.id.pattern,
+  bfl: resourceSchemas.Backfill.properties.id.pattern,
 };
 /** Operations that take no fields (`body: 'none'`), and those whose body may be left out (`'optional'`). */
-const NO_FIELDS = new Set(['checkConnector', 'activatePipeline', 'pausePipeline', 'triggerRun', 'replayEvent', 'redeliverDelivery']);
-const OPTIONAL_BODY = new Set(['rotateConnector', 'replayEvents', 'rotateWebhookSecret']);
+const NO_FIELDS = new Set(['checkConnector', 'activatePipeline', 'pausePipeline', 'triggerRun', 'replayEvent', 'redeliverDelivery', 'cancelBackfill']);
+const OPTIONAL_BODY = new Set(['rotateConnector', 'replayEvents', 'rotateWebhookSecret', 'createBackfill']);
 const GHOSTS: Record<string, string> = { id: ghostId('pip'), connector_id: ghostId('con'), delivery_id: ghostId('dlv') };
 const DOC_ID = 'urn:ferry:openapi';
 
@@ -214,7 +219,8 @@ describe.each(ADAPTERS)('the OpenAPI document [%s]', (adapter) => {
     const webhook = await createWebhook(api);
     const [event] = await insertEvents(api, pipeline.id, [{ occurred_at: new Date(api.clock.now()).toISOString() }]);
     const delivery = await insertDelivery(api, webhook.id, 'failed');
-    const real: Record<string, string> = { con: pipeline.source_connector_id, pip: pipeline.id, evt: event!.id, whk: webhook.id, dlv: delivery.id };
+    const backfill = await insertBackfill(api, pipeline.id, 'queued');
+    const real: Record<string, string> = { con: pipeline.source_connector_id, pip: pipeline.id, evt: event!.id, whk: webhook.id, dlv: delivery.id, bfl: backfill.id };
     for (const [key, schema] of Object.entries(schemas)) {
       const prefix = PATH_IDS[key]!;
       // The same pattern as the records, and the length every id of the kind has.

@@ -22,7 +22,7 @@ import { generateWebhookSecret } from '@ferry/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookReceiver, type WebhookReceiver } from '@ferry/testing';
 import { ADAPTERS, signedHeaders, startApi, type AdapterName, type TestApi, type TestResponse } from './harness.js';
-import { createConnector, createPipeline, createWebhook, ghostId, insertDelivery, insertEvents } from './fixtures.js';
+import { createConnector, createPipeline, createWebhook, ghostId, insertBackfill, insertDelivery, insertEvents } from './fixtures.js';
 import { answerChecker, documentOperations, resolveRef, type DocumentOperation, type OpenApiDocument } from './openapi-answers.js';
 import { arbitraryOf, dateTimeArbitrary, textArbitrary, type JsonSchema } from './schema-arbitrary.js';
 
@@ -338,8 +338,11 @@ describe.each(ADAPTERS)('every route, generated from the OpenAPI document [%s]',
       add('con', { id: pipeline.destination_connector_id, type: 'postgres', direction: 'destination' });
       const events = await insertEvents(api, pipeline.id, [{ occurred_at: at, status: 'dead_lettered' }, { occurred_at: at, status: 'dead_lettered' }, { occurred_at: at }]);
       for (const event of events) add('evt', { id: event.id });
+      // Backfills to read and cancel (the suite's sources cannot be asked for one: those answer 422).
+      for (const state of ['queued', 'running', 'succeeded'] as const) add('bfl', { id: (await insertBackfill(api, pipeline.id, state)).id });
     }
-    for (let i = 0; i < 2; i++) {
+    // Four subscriptions: drawn deletes must not leave the delivery routes nothing to name.
+    for (let i = 0; i < 4; i++) {
       const webhook = await createWebhook(api, { url: `${receiver.url}/seed-${i}`, events: ['pipeline.created', 'pipeline.failed'] });
       add('whk', { id: webhook.id });
       for (const status of ['failed', 'failed', 'delivered'] as const) {

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { createEngine, generateSecretKey, sqliteStorage, type Engine, type JsonObject } from '@ferry/core';
+import { createEngine, generateSecretKey, sqliteStorage, type Engine, type JsonObject, type PlatformEvent } from '@ferry/core';
 import { postgres } from '@ferry/postgres';
 import { MemoryHub, memoryConnector, eventually, VirtualClock } from '@ferry/testing';
 import { getSharedTestPostgres } from '@ferry/test-servers';
@@ -139,4 +139,70 @@ it('deleting a pipeline while it streams: deleting at once, then gone with its s
   await until(clock, async () => (await engine.pipelines.list(WS)).data.every((p) => p.id !== pipeline.id));
   expect(await slotOf(slot)).toBeUndefined();
   expect(await publicationOf(slot)).toBe(false);
+});
+
+it('a backfill asked for re-reads the rows its filter selects in chunks while the stream goes on: progress, end and events recorded', async () => {
+  await admin.query('CREATE TABLE bf_items (id int PRIMARY KEY, region text NOT NULL, n int NOT NULL)');
+  await admin.query(`INSERT INTO bf_items SELECT g, CASE WHEN g % 2 = 0 THEN 'eu' ELSE 'us' END, g FROM generate_series(1, 60) g`);
+  await admin.query('CREATE TABLE bf_nokey (a int, b text)');
+  await admin.query('CREATE TABLE bf_more (id int PRIMARY KEY)');
+  await admin.query('ALTER TABLE bf_nokey REPLICA IDENTITY FULL');
+  await admin.query('ANALYZE bf_items');
+  const { clock, hub, engine } = await setup();
+  const events: PlatformEvent[] = [];
+  engine.on('*', (event) => void events.push(event));
+  // No first snapshot: only the backfill asked for reads rows.
+  const config = { connection_string: url, capture: 'changes', tables: ['bf_items', 'bf_nokey', 'bf_more'], batch_size: 10, snapshot: 'never' };
+  const source = await engine.connectors.create(WS, { type: 'postgres', direction: 'source', config });
+  const sink = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
+  const pipeline = await engine.pipelines.create(WS, { name: 'bf', source_connector_id: source.id, destination_connector_id: sink.id, activate: true, batch_size: 10, flush_interval_ms: 1000 });
+  const typed = (type: string) => [...hub.sink('out').events.values()].filter((e) => e.type === type);
+  await until(clock, async () => (await slotOf(`ferry_${pipeline.id.toLowerCase()}`))?.active === true);
+
+  // What the source refuses, before anything is recorded.
+  await expect(engine.backfills.create(WS, pipeline.id, { tables: ['bf_nokey'] })).rejects.toMatchObject({ code: 'backfill_needs_key', message: expect.stringContaining('public.bf_nokey') });
+  await expect(engine.backfills.create(WS, pipeline.id, { tables: ['bf_other'] })).rejects.toMatchObject({ code: 'validation_failed', errors: [{ pointer: '/tables', code: 'unknown_table' }] });
+  await expect(engine.backfills.create(WS, pipeline.id, { tables: ['bf_items'], where: { bf_items: 'id IN (SELECT 1)' } })).rejects.toMatchObject({ code: 'invalid_where' });
+  await expect(engine.backfills.create(WS, pipeline.id, { tables: ['bf_items'], where: { bf_items: 'nope > 1' } })).rejects.toMatchObject({ code: 'invalid_where', message: expect.stringContaining('"nope"') });
+  expect((await engine.backfills.list(WS, pipeline.id)).data).toEqual([]);
+
+  const asked = await engine.backfills.create(WS, pipeline.id, { tables: ['bf_items'], where: { bf_items: "region = 'eu' AND n > 0" }, chunk_size: 7 });
+  expect(asked).toMatchObject({ state: 'queued', tables: [{ table: 'public.bf_items', rows_read: 0, rows_estimated: 60, state: 'pending' }], where: { 'public.bf_items': "region = 'eu' AND n > 0" }, chunk_size: 7 });
+  await until(clock, async () => (await engine.backfills.get(WS, asked.id)).state === 'succeeded');
+  const done = await engine.backfills.get(WS, asked.id);
+  expect(done).toMatchObject({ rows_read: 30, tables: [{ table: 'public.bf_items', rows_read: 30, rows_estimated: 60, state: 'done' }], error: null });
+  expect(done.started_at).not.toBeNull();
+  expect(done.finished_at).not.toBeNull();
+  // The rows the filter selects, each once, naming the backfill.
+  const reads = typed('bf_items.read');
+  expect(reads.map((e) => ((e.payload as JsonObject).record as JsonObject).id).sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: 30 }, (_, k) => 2 * (k + 1)));
+  expect(reads.every((e) => ((e.payload as JsonObject).metadata as JsonObject).backfill_id === asked.id)).toBe(true);
+  expect(events.filter((e) => e.type.startsWith('backfill.')).map((e) => [e.type, e.data])).toEqual([
+    ['backfill.started', { pipeline_id: pipeline.id, backfill_id: asked.id, rows_read: expect.any(Number) }],
+    ['backfill.completed', { pipeline_id: pipeline.id, backfill_id: asked.id, rows_read: 30 }],
+  ]);
+  // The stream went on, and goes on.
+  await admin.query(`INSERT INTO bf_items VALUES (61, 'eu', 61)`);
+  await until(clock, () => typed('bf_items.insert').length === 1);
+
+  // One asked for while the pipeline is paused waits; cancelled, it never runs.
+  await engine.pipelines.pause(WS, pipeline.id);
+  const waiting = await engine.backfills.create(WS, pipeline.id, { tables: ['bf_items'] });
+  const cancelled = await engine.backfills.cancel(WS, waiting.id);
+  expect(cancelled).toMatchObject({ state: 'cancelled', started_at: null });
+  await expect(engine.backfills.cancel(WS, waiting.id)).rejects.toMatchObject({ code: 'invalid_state_transition', currentStatus: 'cancelled' });
+  // One whose table lost its key before it ran fails, naming it; the one after it runs, and the stream goes on.
+  const doomed = await engine.backfills.create(WS, pipeline.id, { tables: ['bf_more'] });
+  const again = await engine.backfills.create(WS, pipeline.id, { tables: ['bf_items'], chunk_size: 25 });
+  await admin.query('ALTER TABLE bf_more REPLICA IDENTITY FULL');
+  await admin.query('ALTER TABLE bf_more DROP CONSTRAINT bf_more_pkey');
+  await engine.pipelines.activate(WS, pipeline.id);
+  await until(clock, async () => (await engine.backfills.get(WS, again.id)).state === 'succeeded');
+  expect(await engine.backfills.get(WS, doomed.id)).toMatchObject({ state: 'failed', error: { code: 'backfill_needs_key', message: expect.stringContaining('public.bf_more') } });
+  expect((await engine.backfills.get(WS, again.id)).rows_read).toBe(61);
+  expect(typed('bf_items.read').filter((e) => ((e.payload as JsonObject).metadata as JsonObject).backfill_id === again.id)).toHaveLength(61);
+  expect(typed('bf_items.read').filter((e) => ((e.payload as JsonObject).metadata as JsonObject).backfill_id === waiting.id)).toEqual([]);
+  expect(events.filter((e) => e.type === 'backfill.failed').map((e) => e.data)).toEqual([{ pipeline_id: pipeline.id, backfill_id: doomed.id, rows_read: 0, error: { code: 'backfill_needs_key', message: expect.stringContaining('public.bf_more') } }]);
+  await admin.query(`UPDATE bf_items SET n = -1 WHERE id = 1`);
+  await until(clock, () => typed('bf_items.update').length === 1);
 });

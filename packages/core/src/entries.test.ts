@@ -11,7 +11,9 @@ import { describe, expect, it } from 'vitest';
 // be nameable from the public entry, or plugin authors spell it as ReturnType<...>. A record's
 // enumerations are nameable through the record (`Pipeline['state']`, `Delivery['status']`, as
 // `Connector['health']`), so they take no name of their own.
-const BUDGET = { public: 90, internal: 140 };
+// Backfills added five (their service, record and input, and the two types a source's backfill
+// code names): 95.
+const BUDGET = { public: 95, internal: 140 };
 
 function exportsOf(...files: string[]): string[][] {
   const paths = files.map((f) => fileURLToPath(new URL(f, import.meta.url)));

@@ -26,6 +26,7 @@ export type { ConnectorsService } from './connectors/index.js';
 export type { PipelinesService } from './pipelines/index.js';
 export type { EventsService } from './events/index.js';
 export type { WebhooksService } from './webhooks/index.js';
+export type { BackfillsService } from './backfills/index.js';
 export {
   PLATFORM_EVENT_TYPES,
   type Page,
@@ -35,6 +36,8 @@ export {
   type UpdateConnectorInput,
   type TransformStep,
   type Run,
+  type Backfill,
+  type CreateBackfillInput,
   type Pipeline,
   type CreatePipelineInput,
   type UpdatePipelineInput,
@@ -82,6 +85,8 @@ export type {
   Destination,
   ConnectorContext,
   PipelineConnectorContext,
+  BackfillRequest,
+  BackfillReport,
   ConnectorInbox,
   RotateInput,
   ConnectorDefinition,

@@ -182,6 +182,7 @@ const RECORD_IDS: Partial<Record<IdKind, TSchema>> = {
   webhook: resourceSchemas.WebhookSubscription.properties.id,
   delivery: resourceSchemas.Delivery.properties.id,
   key: resourceSchemas.ApiKey.properties.id,
+  backfill: resourceSchemas.Backfill.properties.id,
 };
 
 /** Characters of a ULID, the body of every id after its prefix and `_` (docs/api.md, Ids and timestamps). */
@@ -221,6 +222,7 @@ const KIND_OF_COLLECTION: Record<string, IdKind> = {
   webhooks: 'webhook',
   deliveries: 'delivery',
   keys: 'key',
+  backfills: 'backfill',
 };
 
 /**

@@ -15,6 +15,7 @@ export const responseSchemas: Record<string, TSchema> = {
   Pipeline: resourceSchemas.Pipeline,
   Run: resourceSchemas.Run,
   PipelineStats: resourceSchemas.PipelineStats,
+  Backfill: resourceSchemas.Backfill,
   Event: resourceSchemas.EventRecord,
   Count: resourceSchemas.Count,
   Webhook: resourceSchemas.WebhookSubscription,

@@ -100,7 +100,7 @@ export function createMetrics(engine: Engine): ServerMetrics {
       registers: [registry],
       collect() {
         this.reset();
-        for (const [pipelineId, progress] of engine.backfills()) this.set({ pipeline_id: pipelineId, backfill_id: progress.id }, value(progress));
+        for (const [pipelineId, progress] of engine.backfillProgress()) this.set({ pipeline_id: pipelineId, backfill_id: progress.id }, value(progress));
       },
     });
   perBackfill('ferry_backfill_rows_read', 'Rows a backfill running in a source this server has open has read and committed.', (p) => p.rowsRead);

@@ -1,5 +1,6 @@
 import { ConnectorError, defineConnector, probeCheck, type ConnectorDefinition, type JsonObject } from '@ferry/core';
 import { postgresConfigSchema, validatePostgresConfig } from './config.js';
+import { planChangeBackfill } from './cdc/backfill-plan.js';
 import { changeSource, changeSourceSettings, checkChangeCapture, releaseChangeSource, releaseSettings } from './cdc/change-source.js';
 import { checkSide } from './check.js';
 import { classifyError, clientConfig, createPool, withClient } from './connection.js';
@@ -80,11 +81,26 @@ export function postgres(options: PostgresOptions = {}): PostgresConnector {
           clock: ctx.clock,
           ...(ctx.reportLag ? { reportLag: ctx.reportLag } : {}),
           ...(ctx.reportBackfill ? { reportBackfill: ctx.reportBackfill } : {}),
+          ...(ctx.backfills ? { backfills: ctx.backfills } : {}),
         });
       }
       // Settings first: a config the engine should have refused fails before a pool exists.
       const settings = sourceSettings(ctx.config);
       return postgresSource(createPool(ctx.config, { poolSize, connectTimeoutMs, outbound: ctx.outbound }), settings);
+    },
+
+    // Only change capture re-reads: polling by a cursor has no stream to interleave a backfill with.
+    async planBackfill(ctx, input) {
+      if (ctx.config.capture !== 'changes') {
+        throw new ConnectorError('backfill_unsupported', 'Only a source with capture "changes" can backfill: a polling source reads every row once, by its cursor.', { retryable: false });
+      }
+      const settings = changeSourceSettings(ctx.config, ctx.pipelineId);
+      try {
+        return await withClient(clientConfig(ctx.config, { connectTimeoutMs, outbound: ctx.outbound }), (client) => planChangeBackfill(client, settings, input));
+      } catch (error) {
+        if (error instanceof ConnectorError) throw error;
+        throw classifyError(error, 'check');
+      }
     },
 
     // A deleted pipeline's slot would hold WAL forever: dropped with it (kept while paused).

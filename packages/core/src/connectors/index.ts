@@ -4,4 +4,4 @@
  */
 export { recoverRotations } from './connector-rotation.js';
 export { ConnectorsService } from './connectors-service.js';
-export { connectorContext, openConnector, recordConnectorHealth, type OpenedConnector } from './opened-connector.js';
+export { connectorContext, connectorInbox, openConnector, recordConnectorHealth, type OpenedConnector } from './opened-connector.js';

@@ -2,7 +2,7 @@ import { Value } from '@sinclair/typebox/value';
 import { connectorOutboundFor } from '../net/index.js';
 import { type Connector, FerryError, notFound } from '../common/index.js';
 import { nowIso, reader, transact, type EngineContext } from '../context/index.js';
-import { joinSecrets, secretStrings, type SplitConfig, type RegisteredConnector, type ConnectorContext, type JsonObject } from '../plugin-api/index.js';
+import { joinSecrets, secretStrings, type SplitConfig, type RegisteredConnector, type ConnectorContext, type ConnectorInbox, type JsonObject } from '../plugin-api/index.js';
 import type { ConnectorRow } from '../storage/index.js';
 
 /**
@@ -94,4 +94,18 @@ export function sealConnectorSecrets(ctx: EngineContext, workspaceId: string, id
 /** A connector row's secret fields, decrypted. */
 export function unsealConnectorSecrets(ctx: EngineContext, row: ConnectorRow): SplitConfig['secrets'] {
   return row.secrets === null ? [] : (JSON.parse(ctx.box.open(row.secrets, `connector:${row.workspace_id}:${row.id}`)) as SplitConfig['secrets']);
+}
+
+/** The inbox of one connector, as its plugin reads it (positions are inbox sequence numbers). */
+export function connectorInbox(ctx: EngineContext, connectorId: string): ConnectorInbox {
+  return {
+    async read(checkpoint, max) {
+      const after = typeof checkpoint === 'number' ? checkpoint : 0;
+      const rows = await ctx.storage.repos.inbox.readAfter(connectorId, after, max);
+      return {
+        records: rows.map((row) => ({ position: String(row.seq), type: row.type, occurredAt: row.occurred_at, payload: row.payload })),
+        checkpoint: rows.length === 0 ? after : rows[rows.length - 1]!.seq,
+      };
+    },
+  };
 }

@@ -1,13 +1,21 @@
 import type { TransactionScope } from './transaction-scope.js';
-import type { EventLogRecorder, RunChanges } from './feeds.js';
+import type { BackfillChanges, EventLogRecorder, RunChanges } from './feeds.js';
 import { type Clock, type PlatformEvent, type PlatformEventType, FerryError, type IdGenerator, type Logger, type CursorCodec } from '../common/index.js';
 import type { SecretBox } from '../crypto/index.js';
 import type { PlatformEventBus } from './platform-event-bus.js';
-import type { JsonObject, PipelineConnectorContext, PluginRegistry } from '../plugin-api/index.js';
+import type { JsonObject, PluginRegistry } from '../plugin-api/index.js';
 import type { FerryStorage, Repositories } from '../storage/index.js';
 
-/** How far a source's backfill has come, as the source reports it (`reportBackfill`). */
-export type BackfillProgress = NonNullable<Parameters<NonNullable<PipelineConnectorContext<unknown>['reportBackfill']>>[0]>;
+/** How far the backfill running in a source has come, from its last report (`reportBackfill`): for `/metrics`. */
+export interface BackfillProgress {
+  readonly id: string;
+  /** The table being read: the first not read to its end. */
+  readonly table: string;
+  /** Rows handed over and committed so far, all tables. */
+  readonly rowsRead: number;
+  /** Tables not yet read to their end, the one being read included. */
+  readonly tablesRemaining: number;
+}
 
 /** Settings the services read, resolved from the engine options. */
 export interface ServiceSettings {
@@ -38,6 +46,8 @@ export interface EngineContext {
   readonly eventLog: EventLogRecorder;
   /** Changes of runs this engine commits, for `engine.runs$`. */
   readonly runFeed: RunChanges;
+  /** Changes of backfills this engine commits, for `engine.backfills.changes$`. */
+  readonly backfillFeed: BackfillChanges;
   /** The transaction the current async flow runs in, if any (see {@link transact}). */
   readonly currentTransaction: TransactionScope<OpenTransaction>;
   /**

@@ -21,6 +21,26 @@ export interface RunChanges {
   publish(workspaceId: string, pipelineId: string, runId: string): void;
 }
 
+/** A backfill that changed: asked for, started, moved on, ended, cancelled. */
+export interface BackfillChange {
+  workspaceId: string;
+  pipelineId: string;
+  backfillId: string;
+}
+
+/**
+ * The feed of backfills this engine changes, as the context carries it (`backfills/backfill-feed.ts`
+ * implements it): `engine.backfills.changes$` listens.
+ */
+export interface BackfillChanges {
+  /** Every committed change of a backfill, as it commits. */
+  readonly changes$: Observable<BackfillChange>;
+  /** True while someone listens: publishing costs nothing otherwise. */
+  readonly observed: boolean;
+  /** Publishes that a backfill changed (its new state is committed). */
+  publish(change: BackfillChange): void;
+}
+
 /**
  * The feed of event-log entries this engine commits, as the context carries it: a batch's or a
  * replay's commit goes through {@link record}, and `engine.events$` hears of it

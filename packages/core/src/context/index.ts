@@ -6,6 +6,6 @@
  */
 export { afterCommit, assertWorkspaceId, newPlatformEvent, nowIso, reader, transact, type Emit, type BackfillProgress, type EngineContext, type OpenTransaction, type ServiceSettings } from './engine-context.js';
 export { NO_ENGINE_HOOKS, type EngineHooks } from './engine-hooks.js';
-export { type EventLogRecorder, type RunChange, type RunChanges } from './feeds.js';
+export { type BackfillChange, type BackfillChanges, type EventLogRecorder, type RunChange, type RunChanges } from './feeds.js';
 export { PlatformEventBus, type PlatformEventListener } from './platform-event-bus.js';
 export { TransactionScope } from './transaction-scope.js';

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { container as rootContainer, type DependencyContainer, type InjectionToken } from 'tsyringe';
 import type { EngineContext, EngineHooks } from '../context/index.js';
 import { ApiKeysService, IdempotencyService, WorkspacesService } from '../access/index.js';
+import { BackfillsService } from '../backfills/index.js';
 import { ConnectorsService } from '../connectors/index.js';
 import { EventsService, IngestService } from '../events/index.js';
 import { PipelinesService } from '../pipelines/index.js';
@@ -35,6 +36,7 @@ export function createEngineContainer(context: EngineContext, hooks: EngineHooks
   singleton(EventsService);
   singleton(WebhooksService);
   singleton(IngestService);
+  singleton(BackfillsService);
   singleton(IdempotencyService);
   return c;
 }

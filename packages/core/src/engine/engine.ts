@@ -6,6 +6,7 @@ import { createEngineContainer } from './container.js';
 import { generateSecretKey, parseSecretKey, SecretBox } from '../crypto/index.js';
 import { EventLogFeed, eventsStream, type EventsStreamOptions, EventsService, IngestService } from '../events/index.js';
 import { recoverRotations, ConnectorsService } from '../connectors/index.js';
+import { BackfillFeed, BackfillsService } from '../backfills/index.js';
 import { PlatformEventBus, TransactionScope, type BackfillProgress, type EngineContext, type EngineHooks, type PlatformEventListener, type ServiceSettings } from '../context/index.js';
 import { PluginRegistry, type FerryPlugin } from '../plugin-api/index.js';
 import { ApiKeysService, IdempotencyService, WorkspacesService } from '../access/index.js';
@@ -113,6 +114,8 @@ export class Engine {
   readonly ingest: IngestService;
   /** Workspaces. */
   readonly workspaces: WorkspacesService;
+  /** Backfills: re-reads of what a pipeline's source holds (docs/api.md, Backfills). */
+  readonly backfills: BackfillsService;
   /** Every platform event this engine records, after commit, as an RxJS stream. */
   readonly platformEvents$: Observable<PlatformEvent>;
   /** This instance's id as a lease holder. */
@@ -120,9 +123,10 @@ export class Engine {
   /** Whether the host named this instance: then it may be a previous process's, whose leases it takes back. */
   private readonly instanceIdGiven: boolean;
   private readonly lag = new Map<string, number>();
-  private readonly backfillProgress = new Map<string, BackfillProgress>();
+  private readonly progress = new Map<string, BackfillProgress>();
   private readonly eventLog = new EventLogFeed();
   private readonly runFeed = new RunFeed();
+  private readonly backfillFeed = new BackfillFeed();
   private readonly hooks: EngineHooks;
   // Its storage stays inside: Ferry's own packages and tests reach it through engineContext().
   private readonly storage: FerryStorage;
@@ -169,9 +173,10 @@ export class Engine {
       bus: this.bus,
       instanceId: this.instanceId,
       sourceLag: this.lag,
-      backfills: this.backfillProgress,
+      backfills: this.progress,
       eventLog: this.eventLog,
       runFeed: this.runFeed,
+      backfillFeed: this.backfillFeed,
       currentTransaction: new TransactionScope(),
       settings: {
         outboundAllow: options.outboundAllow ?? [],
@@ -206,6 +211,7 @@ export class Engine {
     this.apiKeys = this.guard(this.container.resolve(ApiKeysService));
     this.workspaces = this.guard(this.container.resolve(WorkspacesService));
     this.ingest = this.guard(this.container.resolve(IngestService));
+    this.backfills = this.guard(this.container.resolve(BackfillsService));
     idempotencies.set(this, this.guard(this.container.resolve(IdempotencyService)));
   }
 
@@ -357,12 +363,12 @@ export class Engine {
 
   /**
    * How far each backfill running in a source this engine has open has come, by pipeline id: the
-   * source's last report, as of its last committed batch (a change-capturing Postgres source's
-   * incremental snapshot: its id, the table being read, rows read, tables remaining). Pipelines
-   * without a backfill under way, or that run elsewhere, are absent.
+   * source's last report, as of its last committed batch (its id, the table being read, rows
+   * read, tables remaining), for metrics. Pipelines without a backfill under way, or that run
+   * elsewhere, are absent. The records themselves are `engine.backfills`.
    */
-  backfills(): ReadonlyMap<string, { readonly id: string; readonly table: string; readonly rowsRead: number; readonly tablesRemaining: number }> {
-    return new Map(this.backfillProgress);
+  backfillProgress(): ReadonlyMap<string, { readonly id: string; readonly table: string; readonly rowsRead: number; readonly tablesRemaining: number }> {
+    return new Map(this.progress);
   }
 
   /** Listens to one platform event type (or `*` for all), in process, after commit. */

@@ -1,7 +1,8 @@
-import type { BackfillProgress, EngineContext } from '../context/index.js';
+import type { EngineContext } from '../context/index.js';
 import { isFerryError } from '../common/index.js';
-import { scrub, type ConnectorHealth, type ConnectorInbox, type Destination, type Source } from '../plugin-api/index.js';
-import { connectorContext, openConnector, recordConnectorHealth, type OpenedConnector } from '../connectors/index.js';
+import { scrub, type BackfillReport, type BackfillRequests, type ConnectorHealth, type Destination, type Source } from '../plugin-api/index.js';
+import { connectorContext, connectorInbox, openConnector, recordConnectorHealth, type OpenedConnector } from '../connectors/index.js';
+import { backfillProgressOf, backfillRequests, backfillRequestsVersion, recordBackfillReport } from '../backfills/index.js';
 import type { ConnectorRow, PipelineRow } from '../storage/index.js';
 import { FlowError, toFlowError } from './flow-error.js';
 import { TransformChain, UnknownStepError } from './transform-chain.js';
@@ -87,8 +88,9 @@ class Connections implements PipelineConnections {
       if (this.options.withSource) {
         const open = opened.plugin.definition.source;
         if (!open) throw new FlowError('source', 'direction_unsupported', `Connector type ${opened.row.type} cannot be read from.`, false);
+        const backfills = await backfillRequests(ctx.storage.repos, pipeline.id);
         try {
-          reader = await open(this.pluginContext(opened));
+          reader = await open(this.pluginContext(opened, backfills.requests));
         } catch (error) {
           throw toFlowError('source', error, clean);
         }
@@ -110,6 +112,7 @@ class Connections implements PipelineConnections {
       this.destination = opened;
     }
     this.versions[side] = connectorVersion(opened.row);
+    if (side === 'source' && this.options.withSource) this.versions.source += await backfillRequestsVersion(ctx.storage.repos, pipeline.id);
     this.scrub = clean;
   }
 
@@ -119,19 +122,62 @@ class Connections implements PipelineConnections {
     await this.closeSide('destination');
   }
 
-  private pluginContext(c: OpenedConnector) {
+  private pluginContext(c: OpenedConnector, backfills?: BackfillRequests) {
     const { ctx, pipeline } = this;
+    const record = this.backfillRecorder(c);
     return {
       ...connectorContext(ctx, c, this.options.signal),
       pipelineId: pipeline.id,
       inbox: connectorInbox(ctx, c.row.id),
+      ...(backfills ? { backfills } : {}),
       reportLag: (bytes: number) => {
         if (Number.isFinite(bytes) && bytes >= 0) ctx.sourceLag.set(pipeline.id, bytes);
       },
-      reportBackfill: (progress: BackfillProgress | null) => {
-        if (progress === null) ctx.backfills.delete(pipeline.id);
-        else ctx.backfills.set(pipeline.id, { id: String(progress.id), table: String(progress.table), rowsRead: Number(progress.rowsRead), tablesRemaining: Number(progress.tablesRemaining) });
+      reportBackfill: (report: BackfillReport) => {
+        if (report.state === 'running') ctx.backfills.set(pipeline.id, backfillProgressOf(report));
+        else if (ctx.backfills.get(pipeline.id)?.id === report.id) ctx.backfills.delete(pipeline.id);
+        record(report);
       },
+    };
+  }
+
+  /**
+   * Records a source's backfill reports in storage, one after another in the order made. A
+   * running backfill reports after every batch: its progress is written at most once a second
+   * (the latest report then), its start and its end at once.
+   */
+  private backfillRecorder(c: OpenedConnector): (report: BackfillReport) => void {
+    const { ctx, pipeline } = this;
+    let chain: Promise<void> = Promise.resolve();
+    let last = Number.NEGATIVE_INFINITY;
+    let started: string | undefined;
+    let waiting: BackfillReport | undefined;
+    let timer: { cancel(): void } | undefined;
+    const write = (report: BackfillReport) => {
+      last = ctx.clock.now();
+      chain = chain
+        .then(() => recordBackfillReport(ctx, pipeline, report, (text) => scrub(text, c.secretValues)))
+        .catch((error: unknown) => {
+          // A later report says it again; a lost one only delays what the API shows.
+          ctx.logger.warn({ pipeline_id: pipeline.id, backfill_id: report.id, err: (error as Error)?.message }, 'a backfill report could not be recorded');
+        });
+    };
+    return (report) => {
+      timer?.cancel();
+      timer = undefined;
+      waiting = undefined;
+      const due = last + BACKFILL_REPORT_INTERVAL_MS - ctx.clock.now();
+      if (report.state !== 'running' || started !== report.id || due <= 0 || this.options.signal.aborted) {
+        started = report.id;
+        write(report);
+        return;
+      }
+      waiting = report;
+      timer = ctx.clock.setTimeout(() => {
+        timer = undefined;
+        if (waiting && !this.options.signal.aborted) write(waiting);
+        waiting = undefined;
+      }, due);
     };
   }
 
@@ -201,6 +247,9 @@ export function compileSteps(ctx: EngineContext, pipeline: PipelineRow): Transfo
   }
 }
 
+/** How often a running backfill's progress is written to storage, at most. */
+const BACKFILL_REPORT_INTERVAL_MS = 1000;
+
 /**
  * What identifies a connector's settings: its stored config and sealed secrets, not just
  * `updated_at`, which two changes within one millisecond (or one instant of a virtual clock)
@@ -210,16 +259,3 @@ export function connectorVersion(row: ConnectorRow | null): string {
   return row === null ? 'gone' : JSON.stringify([row.config, row.secrets, row.updated_at]);
 }
 
-/** The inbox of one connector, as its plugin reads it (positions are inbox sequence numbers). */
-export function connectorInbox(ctx: EngineContext, connectorId: string): ConnectorInbox {
-  return {
-    async read(checkpoint, max) {
-      const after = typeof checkpoint === 'number' ? checkpoint : 0;
-      const rows = await ctx.storage.repos.inbox.readAfter(connectorId, after, max);
-      return {
-        records: rows.map((row) => ({ position: String(row.seq), type: row.type, occurredAt: row.occurred_at, payload: row.payload })),
-        checkpoint: rows.length === 0 ? after : rows[rows.length - 1]!.seq,
-      };
-    },
-  };
-}

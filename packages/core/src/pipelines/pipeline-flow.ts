@@ -13,6 +13,7 @@ import { FlowHold } from './flow-hold.js';
 import { consumePushSource } from './push-consumption.js';
 import { ReadAhead } from './read-ahead.js';
 import { endBatchSpan, flowFailure, startBatchSpan } from './batch-span.js';
+import { backfillRequestsVersion } from '../backfills/index.js';
 import { compileSteps, connectorVersion, HealthReporter, openConnections, type PipelineConnections, type PipelineSide } from './pipeline-connections.js';
 import type { TransformChain } from './transform-chain.js';
 import type { RuntimeOptions } from './runtime-options.js';
@@ -243,7 +244,11 @@ export class PipelineFlow {
   private async changed(side: PipelineSide): Promise<boolean> {
     const row = this.row;
     const id = side === 'source' ? row.source_connector_id : row.destination_connector_id;
-    return connectorVersion(await this.deps.ctx.storage.repos.connectors.get(row.workspace_id, id)) !== this.conns!.versions[side];
+    const repos = this.deps.ctx.storage.repos;
+    let version = connectorVersion(await repos.connectors.get(row.workspace_id, id));
+    // The source is told of the pipeline's backfills when opened: one asked for or cancelled since reopens it.
+    if (side === 'source') version += await backfillRequestsVersion(repos, row.id);
+    return version !== this.conns!.versions[side];
   }
 
   /** Opens the source again; a read started ahead on the old one is dropped first. */

@@ -1,8 +1,8 @@
 import { transact, type EngineContext } from '../context/index.js';
 import { scrub, ConnectorError } from '../plugin-api/index.js';
-import { connectorContext, openConnector, type OpenedConnector } from '../connectors/index.js';
+import { connectorContext, connectorInbox, openConnector, type OpenedConnector } from '../connectors/index.js';
 import type { PipelineRow } from '../storage/index.js';
-import { connectorInbox } from './pipeline-connections.js';
+
 
 /** How long a deletion waits for a source that cannot be reached before it completes without it. */
 export const RELEASE_GIVE_UP_MS = 24 * 60 * 60 * 1000;

@@ -177,22 +177,69 @@ export interface PipelineConnectorContext<TConfig> extends ConnectorContext<TCon
    */
   readonly reportLag?: (bytes: number) => void;
   /**
-   * Reports how far a backfill (a re-read of what the source system holds, such as an
-   * incremental snapshot) has come, as of the last batch committed; `null` once none runs. The
-   * engine keeps the last report per pipeline while the source is open (`engine.backfills()`,
-   * and `ferry_backfill_rows_read` and `ferry_backfill_tables_remaining` on `/metrics`).
-   * Optional: sources that never re-read anything never call it.
+   * The backfills asked of this pipeline's source (`POST /v2/pipelines/{id}/backfills`), as of
+   * its opening: the source runs them one at a time, in this order, and reports on each with
+   * {@link reportBackfill}. The engine opens the source again when one is asked for or cancelled.
+   * Absent for sources opened outside a pipeline's flow.
    */
-  readonly reportBackfill?: (progress: {
-    /** The backfill's id (its events' `metadata.backfill_id`). */
-    readonly id: string;
-    /** The table being read. */
-    readonly table: string;
-    /** Rows handed over and committed so far, all tables. */
-    readonly rowsRead: number;
-    /** Tables not yet read to their end, the one being read included. */
-    readonly tablesRemaining: number;
-  } | null) => void;
+  readonly backfills?: BackfillRequests;
+  /**
+   * Reports how far a backfill (a re-read of what the source system holds: one asked for, or one
+   * the source started itself, such as an incremental first snapshot) has come, as of the last
+   * batch committed, and how it ended. The engine records it (`GET /v2/backfills/{id}`, creating
+   * the record of a backfill it has not heard of), emits `backfill.started`, `.completed` and
+   * `.failed`, and keeps the running one's figures per pipeline for `/metrics`. Report each
+   * state change once it is committed, and again after a restart if it may not have been heard:
+   * reports are idempotent, and an ended backfill stays ended. Optional: sources that never
+   * re-read anything never call it.
+   */
+  readonly reportBackfill?: (report: BackfillReport) => void;
+}
+
+/** The backfills asked of a source (see {@link PipelineConnectorContext.backfills}). */
+export interface BackfillRequests {
+  /** Those still to run or running (`queued` or `running`), oldest first. */
+  readonly requested: readonly BackfillRequest[];
+  /** Ids of backfills cancelled lately: a source that was reading one drops it. */
+  readonly cancelled: ReadonlySet<string>;
+}
+
+/** A backfill asked of a source, as `planBackfill` accepted it. */
+export interface BackfillRequest {
+  /** `bfl_` and 26 characters: what its events' `metadata.backfill_id` and reports name. */
+  readonly id: string;
+  /** The tables to read, in this order, as `planBackfill` named them. */
+  readonly tables: readonly string[];
+  /** A row filter per table (a table with none is read whole), as given: check it again before use. */
+  readonly where: Readonly<Record<string, string>> | null;
+  /** Rows per chunk; null: the source's own batch size. */
+  readonly chunkSize: number | null;
+}
+
+/** How far a backfill has come, as a source reports it (see {@link PipelineConnectorContext.reportBackfill}). */
+export interface BackfillReport {
+  /** The backfill's id (its events' `metadata.backfill_id`). */
+  readonly id: string;
+  readonly state: 'running' | 'succeeded' | 'failed';
+  /** Every table it reads, in order, with rows handed over and committed so far. */
+  readonly tables: ReadonlyArray<{ readonly table: string; readonly rowsRead: number; readonly rowsEstimated: number | null; readonly state: 'pending' | 'running' | 'done' }>;
+  /** Why it failed (state `failed`); must not contain secrets. */
+  readonly error?: { readonly code: string; readonly message: string };
+}
+
+/** What a backfill asks a source to read, before it is accepted (see `ConnectorDefinition.planBackfill`). */
+export interface BackfillPlanInput {
+  /** The tables asked for; null: every table the source reads. */
+  readonly tables: readonly string[] | null;
+  readonly where: Readonly<Record<string, string>> | null;
+  readonly chunkSize: number | null;
+}
+
+/** A backfill a source accepted: the tables it will read, in order, by the names it reports. */
+export interface BackfillPlan {
+  readonly tables: ReadonlyArray<{ readonly table: string; readonly rowsEstimated: number | null }>;
+  /** The row filters, by those names (a source may spell a table the user named otherwise); absent: as given. */
+  readonly where?: Readonly<Record<string, string>>;
 }
 
 /** Input of a credential rotation (docs/api.md, Connector rotation). */
@@ -254,6 +301,16 @@ export interface ConnectorDefinition<TSchemaT extends TObject = TObject> {
    * may be left behind. Kept while the pipeline is only paused.
    */
   releaseSource?(ctx: PipelineConnectorContext<Static<TSchemaT>>, checkpoint: Checkpoint | null): Promise<void>;
+  /**
+   * Checks a backfill asked of this source for one pipeline (`POST /v2/pipelines/{id}/backfills`)
+   * before it is recorded: the tables exist and are the pipeline's, each has a key to read it in
+   * chunks, each `where` parses and uses only what is allowed. Returns the tables in reading
+   * order with the source's estimate of their rows. Refuse with a non-retryable
+   * {@link ConnectorError}: `unknown_table` (400), `backfill_needs_key`, `invalid_where`,
+   * `backfill_unsupported` (422); a retryable one answers 503. Without this hook the source type
+   * cannot backfill (422 `backfill_unsupported`).
+   */
+  planBackfill?(ctx: PipelineConnectorContext<Static<TSchemaT>>, input: BackfillPlanInput): Promise<BackfillPlan>;
   /** Opens the destination side for one pipeline. */
   destination?(ctx: PipelineConnectorContext<Static<TSchemaT>>): Destination | Promise<Destination>;
   /**

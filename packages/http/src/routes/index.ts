@@ -1,4 +1,5 @@
 import type { RouteDefinition } from '../route.js';
+import { backfillRoutes } from './backfills.js';
 import { connectorRoutes } from './connectors.js';
 import { eventRoutes } from './events.js';
 import { ingestRoutes } from './ingest.js';
@@ -7,5 +8,5 @@ import { webhookRoutes } from './webhooks.js';
 
 /** The whole /v2 route table (a fresh array: each API instance may add its own meta routes). */
 export function allRoutes(): RouteDefinition[] {
-  return [...connectorRoutes, ...pipelineRoutes, ...eventRoutes, ...webhookRoutes, ...ingestRoutes];
+  return [...connectorRoutes, ...pipelineRoutes, ...backfillRoutes, ...eventRoutes, ...webhookRoutes, ...ingestRoutes];
 }

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { ConnectorError, type JsonObject, type JsonValue } from '@ferry/core';
+import { ConnectorError, type BackfillReport, type BackfillRequest, type JsonObject, type JsonValue } from '@ferry/core';
+import type { RowFilter } from './backfill-where.js';
 import type pg from 'pg';
 import { quoteReplicationIdent } from './replication-client.js';
 import type { TupleData } from './pgoutput.js';
@@ -44,7 +45,66 @@ export type BackfillProgress = {
   after?: string[];
   /** Rows handed over so far, all tables. */
   rows: number;
+  /** Rows handed over so far per table (`schema.name`). */
+  counts?: Record<string, number>;
+  /** The server's estimate of each table's rows when the backfill started (`pg_class.reltuples`; null before any ANALYZE). */
+  estimates?: Record<string, number | null>;
+  /** A row filter per table (`schema.name`), as asked for (see `backfill-where.ts`). */
+  where?: Record<string, string>;
+  /** Rows per chunk, as asked for; absent: the source's `batch_size`. */
+  chunk?: number;
 };
+
+/**
+ * A backfill's progress, before its first table, for a backfill asked for through the API: its id
+ * is the request's, its tables, filter and chunk size too.
+ */
+export function requestedBackfill(request: BackfillRequest, startLsn: string, atMs: number): BackfillProgress {
+  return {
+    id: request.id,
+    at: new Date(atMs).toISOString(),
+    lsn: startLsn,
+    ...(request.tables[0] !== undefined ? { table: request.tables[0] } : {}),
+    tables: [...request.tables],
+    rows: 0,
+    ...(request.where ? { where: { ...request.where } } : {}),
+    ...(request.chunkSize ? { chunk: request.chunkSize } : {}),
+  };
+}
+
+/** The server's estimate of a table's rows: null when it has none (never analyzed). */
+export async function estimateRows(client: pg.Client, oid: number): Promise<number | null> {
+  const { rows } = await client.query<{ n: string }>('SELECT reltuples::bigint::text AS n FROM pg_class WHERE oid = $1', [oid]);
+  const n = Number(rows[0]?.n ?? -1);
+  return n < 0 ? null : n;
+}
+
+/** The names of a table's columns (not dropped, not system ones): what a row filter may name. */
+export async function tableColumns(client: pg.Client, oid: number): Promise<Set<string>> {
+  const { rows } = await client.query<{ name: string }>('SELECT attname AS name FROM pg_attribute WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped', [oid]);
+  return new Set(rows.map((r) => r.name));
+}
+
+/**
+ * What a backfill reports of its committed progress: every table it reads, in order, with its
+ * rows and estimate, those before the one being read done, those after it pending.
+ */
+export function backfillReport(progress: BackfillProgress, allTables: readonly string[], state: BackfillReport['state'], error?: { code: string; message: string }): BackfillReport {
+  const tables = progress.tables ?? allTables;
+  const at = progress.table === undefined ? tables.length : tables.indexOf(progress.table);
+  return {
+    id: progress.id,
+    state,
+    tables: tables.map((table, i) => ({
+      table,
+      // Older checkpoints counted all tables together: the count is the table's being read.
+      rowsRead: progress.counts?.[table] ?? (progress.counts === undefined && i === at ? progress.rows : 0),
+      rowsEstimated: progress.estimates?.[table] ?? null,
+      state: at < 0 || i < at ? 'done' : i === at ? 'running' : 'pending',
+    })),
+    ...(error ? { error } : {}),
+  };
+}
 
 /** A new backfill's progress, before its first table: its id is drawn, its time first. */
 export function newBackfill(startLsn: string, atMs: number, firstTable: string): BackfillProgress {
@@ -140,16 +200,20 @@ export async function readChunk(
   size: number,
   chunk: Chunk,
   selected?: (rows: number) => Promise<void>,
+  filter?: RowFilter,
 ): Promise<void> {
   await client.query('SELECT pg_logical_emit_message(true, $1, $2)', [WATERMARK_PREFIX, `${chunk.mark}:low`]);
   // Qualified: the key's texts after the table's columns have the same output names.
   const columns = key.columns.map((c) => `t.${quoteReplicationIdent(c.name)}`);
-  const bound = after === undefined ? '' : `WHERE (${columns.join(', ')}) > (${key.columns.map((c, i) => `$${i + 1}::${c.type}`).join(', ')})`;
+  const conditions = after === undefined ? [] : [`(${columns.join(', ')}) > (${key.columns.map((c, i) => `$${i + 1}::${c.type}`).join(', ')})`];
+  // The filter's parameters follow the key's.
+  if (filter) conditions.push(filter.sql(after === undefined ? 0 : after.length));
+  const bound = conditions.length === 0 ? '' : `WHERE ${conditions.join(' AND ')}`;
   // The key's columns again, as Postgres spells them (what the stream's tuples carry), after
   // the table's: rows come as arrays, and the record is made of the table's columns only.
   const result = await client.query<JsonValue[]>({
     text: `SELECT t.*, ${columns.map((c) => `${c}::text`).join(', ')} FROM ${quoteReplicationIdent(table.schema)}.${quoteReplicationIdent(table.name)} AS t ${bound} ORDER BY ${columns.join(', ')} LIMIT ${size}`,
-    values: after ?? [],
+    values: [...(after ?? []), ...(filter?.values ?? [])],
     rowMode: 'array',
   });
   const rows = result.rows;

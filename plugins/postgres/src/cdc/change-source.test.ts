@@ -1,4 +1,4 @@
-import { ConnectorError, type Checkpoint, type JsonObject, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
+import { ConnectorError, type BackfillReport, type Checkpoint, type PipelineConnectorContext, type JsonObject, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
 import { connectorContext } from '@ferry/testing';
 import { getSharedTestPostgres, startTestPostgres } from '@ferry/test-servers';
 import pg from 'pg';
@@ -34,11 +34,11 @@ afterAll(async () => {
 /** A fresh pipeline id, so each test has its own slot and publication. */
 const pipeline = () => `pip_cdc${++counter}_${process.pid}`;
 
-function open(config: Partial<PostgresConfig>, pipelineId: string): PushSource {
+function open(config: Partial<PostgresConfig>, pipelineId: string, extra: Pick<PipelineConnectorContext<PostgresConfig>, 'backfills' | 'reportBackfill'> = {}): PushSource {
   const full = { connection_string: url, capture: 'changes', ...config } as PostgresConfig;
   const ctx = connectorContext(full, { direction: 'source', pipelineId, outboundAllow: ['127.0.0.1'] });
   expect(plugin.validateConfig!(full, 'source', ctx.outbound)).toEqual([]);
-  return plugin.source!(ctx) as PushSource;
+  return plugin.source!({ ...ctx, ...extra }) as PushSource;
 }
 
 interface Consumer {
@@ -295,7 +295,11 @@ describe('postgres change capture: incremental snapshot (backfill)', () => {
     return rows;
   };
   const table = async (name: string) => new Map((await admin.query<{ id: number; v: string; n: number }>(`SELECT id, v, n FROM ${name} ORDER BY id`)).rows.map((r) => [r.id, { ...r } as JsonObject]));
-  const backfillOf = (c: Consumer) => (c.checkpoint() as { backfill?: { table?: string; after?: string[]; rows: number } } | null)?.backfill;
+  /** The backfill under way as of the consumer's checkpoint; undefined once it ended (the checkpoint keeps it, without a table). */
+  const backfillOf = (c: Consumer) => {
+    const backfill = (c.checkpoint() as { backfill?: { table?: string; after?: string[]; rows: number } } | null)?.backfill;
+    return backfill?.table === undefined ? undefined : backfill;
+  };
 
   it('reads the rows present in key-ordered chunks while writers change them, and ends with every row in its committed state', async () => {
     await admin.query(`CREATE TABLE cdc_backfill (id int PRIMARY KEY, v text NOT NULL, n int NOT NULL)`);
@@ -333,7 +337,7 @@ describe('postgres change capture: incremental snapshot (backfill)', () => {
     const config = { connection_string: url, capture: 'changes', tables: ['cdc_window'], snapshot: 'incremental', batch_size: 10 } as PostgresConfig;
     const ctx = connectorContext(config, { direction: 'source', pipelineId: id, outboundAllow: ['127.0.0.1'] });
     let chunks = 0;
-    const reports: Array<{ id: string; table: string; rowsRead: number; tablesRemaining: number } | null> = [];
+    const reports: BackfillReport[] = [];
     const source = changeSource(changeSourceSettings(config, id), {
       reportBackfill: (progress) => reports.push(progress),
       clientConfig: clientConfig(config, { connectTimeoutMs: 5000, outbound: ctx.outbound }),
@@ -354,12 +358,16 @@ describe('postgres change capture: incremental snapshot (backfill)', () => {
     expect(c.records.find((r) => payload(r).record.id === 25 && payload(r).action === 'read') && payload(c.records.find((r) => payload(r).record.id === 25 && payload(r).action === 'read')!).record.v).toBe('later');
     expect(fold(c.records)).toEqual(await table('cdc_window'));
     // How far it came, after each committed batch: rows read grow, and none is left at the end.
-    await waitFor(async () => reports.at(-1) === null);
-    const running = reports.filter((r) => r !== null);
+    await waitFor(async () => reports.at(-1)?.state === 'succeeded');
+    const running = reports.filter((r) => r.state === 'running');
     expect(running.length).toBeGreaterThan(1);
-    expect(running.every((r) => r.table === 'public.cdc_window' && r.tablesRemaining === 1 && r.id === payload(c.records.find((x) => payload(x).action === 'read')!).metadata.backfill_id)).toBe(true);
-    expect(running.map((r) => r.rowsRead)).toEqual([...running.map((r) => r.rowsRead)].sort((a, b) => a - b));
-    expect(running.at(-1)!.rowsRead).toBe(28);
+    const backfillId = payload(c.records.find((x) => payload(x).action === 'read')!).metadata.backfill_id;
+    expect(reports.every((r) => r.id === backfillId && r.tables.length === 1 && r.tables[0]!.table === 'public.cdc_window')).toBe(true);
+    expect(running.every((r) => r.tables[0]!.state === 'running')).toBe(true);
+    const rows = running.map((r) => r.tables[0]!.rowsRead);
+    expect(rows).toEqual([...rows].sort((a, b) => a - b));
+    // The end is said once, with every row handed over, and the server's estimate (30 rows, never analyzed: none).
+    expect(reports.filter((r) => r.state === 'succeeded')).toEqual([{ id: backfillId, state: 'succeeded', tables: [{ table: 'public.cdc_window', rowsRead: 28, rowsEstimated: null, state: 'done' }] }]);
   });
 
   it('chunks a table by a composite key of awkward texts, and matches its changes by that key', async () => {
@@ -417,6 +425,52 @@ describe('postgres change capture: incremental snapshot (backfill)', () => {
     expect(Math.min(...reread)).toBe(Number(progress.after[0]) + 1);
     // Every batch of the first run was committed (its handler returned) before it stopped.
     expect(fold([...first.records, ...second.records])).toEqual(await table('cdc_backfill_resume'));
+  });
+
+  it('runs the backfills asked for one at a time with their filter and chunk size, resumes one after a restart, and drops one cancelled', async () => {
+    await admin.query(`CREATE TABLE cdc_asked (id int PRIMARY KEY, region text NOT NULL)`);
+    await admin.query(`INSERT INTO cdc_asked SELECT g, CASE WHEN g % 2 = 0 THEN 'eu' ELSE 'us' END FROM generate_series(1, 100) g`);
+    const id = pipeline();
+    const config = { tables: ['cdc_asked'], snapshot: 'never' as const, batch_size: 50 };
+    const B1 = 'bfl_01JD0000000000000000000001';
+    const B2 = 'bfl_01JD0000000000000000000002';
+    const reports: BackfillReport[] = [];
+    const asked = (requested: Array<{ id: string; where?: Record<string, string>; chunkSize?: number }>, cancelled: string[] = []) => ({
+      backfills: { requested: requested.map((r) => ({ id: r.id, tables: ['public.cdc_asked'], where: r.where ?? null, chunkSize: r.chunkSize ?? null })), cancelled: new Set(cancelled) },
+      reportBackfill: (report: BackfillReport) => void reports.push(report),
+    });
+    const eu = { 'public.cdc_asked': "region = 'eu'" };
+    // Chunks of 5 rows the filter selects: a batch per chunk.
+    const first = consume(open(config, id, asked([{ id: B1, where: eu, chunkSize: 5 }])));
+    await first.until(15);
+    await first.stop();
+    const checkpoint = JSON.parse(JSON.stringify(first.checkpoint())) as Checkpoint;
+    const progress = (checkpoint as { backfill: { id: string; after: string[]; counts: Record<string, number> } }).backfill;
+    expect(progress).toMatchObject({ id: B1, counts: { 'public.cdc_asked': Number(progress.after[0]) / 2 } });
+    expect(first.batches.filter((b) => b.records.length > 0).every((b) => b.records.length === 5)).toBe(true);
+    // Resumed after its last committed chunk, read to its end, and said done once.
+    const second = consume(open(config, id, asked([{ id: B1, where: eu, chunkSize: 5 }])), checkpoint);
+    await waitFor(async () => reports.some((r) => r.state === 'succeeded'));
+    const reads = [...first.records, ...second.records].filter((r) => payload(r).action === 'read').map((r) => payload(r).record.id as number);
+    expect(reads).toEqual(Array.from({ length: 50 }, (_, k) => 2 * (k + 1)));
+    expect(Math.min(...second.records.map((r) => payload(r).record.id as number))).toBe(Number(progress.after[0]) + 2);
+    expect(reports.filter((r) => r.state === 'succeeded')).toEqual([{ id: B1, state: 'succeeded', tables: [{ table: 'public.cdc_asked', rowsRead: 50, rowsEstimated: null, state: 'done' }] }]);
+    // A restart first says again that it ended, for an engine that may not have heard.
+    await second.stop();
+    const ended = JSON.parse(JSON.stringify(second.checkpoint())) as Checkpoint;
+    reports.length = 0;
+    const third = consume(open(config, id, asked([{ id: B1 }, { id: B2, chunkSize: 10 }])), ended);
+    await waitFor(async () => third.records.length >= 20);
+    await third.stop();
+    expect(reports[0]).toMatchObject({ id: B1, state: 'succeeded' });
+    expect(third.records.every((r) => payload(r).metadata.backfill_id === B2)).toBe(true);
+    // Cancelled while it ran: dropped where it stands; the stream goes on.
+    const fourth = consume(open(config, id, asked([], [B2])), JSON.parse(JSON.stringify(third.checkpoint())) as Checkpoint);
+    await admin.query(`INSERT INTO cdc_asked VALUES (101, 'eu')`);
+    await fourth.until(1);
+    expect(fourth.records.map((r) => [r.type, payload(r).record.id])).toEqual([['cdc_asked.insert', 101]]);
+    expect(backfillOf(fourth)).toBeUndefined();
+    await fourth.stop();
   });
 
   it('backfills a table added to tables when the source starts again, and only that one', async () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ConnectorError, type Checkpoint, type Clock, type JsonObject, type JsonValue, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
+import { ConnectorError, type BackfillReport, type Checkpoint, type PipelineConnectorContext, type Clock, type JsonObject, type JsonValue, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
 import pg from 'pg';
 import { columnConverter, type ColumnConverter } from '../column-values.js';
 import { DEFAULT_SOURCE_BATCH_SIZE, type PostgresConfig } from '../config.js';
@@ -7,7 +7,8 @@ import { classifyError, sqlState } from '../connection.js';
 import { parseTableName, quoteTable, type TableName } from '../identifiers.js';
 import { decodePgoutput, formatLsn, FRAME, frameWalEnd, parseLsn, postgresMicrosToMillis, POSTGRES_EPOCH_MICROS, replyRequested, XLOG_DATA_OFFSET, xlogTag, type Lsn, type Relation, type TupleData } from './pgoutput.js';
 import { quoteReplicationIdent, ReplicationClient } from './replication-client.js';
-import { newBackfill, readChunk, tableKey, tupleKey, WATERMARK_PREFIX, type BackfillProgress, type Chunk, type TableKey } from './backfill.js';
+import { backfillReport, estimateRows, newBackfill, readChunk, requestedBackfill, tableColumns, tableKey, tupleKey, WATERMARK_PREFIX, type BackfillProgress, type Chunk, type TableKey } from './backfill.js';
+import { rowFilter, type RowFilter } from './backfill-where.js';
 
 /** What a change-capturing source needs, resolved from its config and pipeline. */
 export interface ChangeSourceSettings {
@@ -66,7 +67,7 @@ export type ChangeCheckpoint = {
   txn?: string;
   index?: number;
   own?: { slot?: boolean; publication?: boolean };
-  /** A backfill under way (`backfill.ts`): where it resumes. */
+  /** A backfill under way (`backfill.ts`): where it resumes; or the last one, ended (no `table`). */
   backfill?: BackfillProgress;
   /** The tables captured (`schema.name`): one added to `tables` since is backfilled. Absent in older checkpoints: all of them. */
   tables?: string[];
@@ -134,8 +135,10 @@ export interface ChangeSourceOptions {
   statusIntervalMs?: number;
   /** Told the bytes of WAL the slot holds back (the server's end minus the confirmed position). */
   reportLag?: (bytes: number) => void;
-  /** Told how far the backfill has come after each committed batch, and `null` once it is done. */
-  reportBackfill?: (progress: { id: string; table: string; rowsRead: number; tablesRemaining: number } | null) => void;
+  /** The backfills asked for through the API: run one at a time, after a backfill the source started itself. */
+  backfills?: PipelineConnectorContext<unknown>['backfills'];
+  /** Told how far the backfill has come after each committed batch, and how it ended. */
+  reportBackfill?: (report: BackfillReport) => void;
   /**
    * Called once a backfill's chunk is selected, before its high watermark is written, with the
    * table and the chunk's row count. Tests commit a change there: the case the watermarks are for.
@@ -163,20 +166,52 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
       const admin = new pg.Client(options.clientConfig);
       admin.on('error', () => undefined);
       let start: StreamStart;
+      /** Reports to make once the stream starts: backfills asked for that cannot run, one that ended, the one resumed. */
+      const failed: BackfillReport[] = [];
       try {
         await admin.connect();
         const own = { ...checkpoint?.own };
         const tables = await resolveTables(admin, settings.tables);
         const names = tables.map(qualifiedName);
-        /** The tables a backfill reads and their keys: a table without one is refused before anything is created. */
+        /**
+         * The tables a backfill reads, their keys, row filters and estimates. A table without a
+         * key, or a filter that no longer holds, refuses it: before anything is created for the
+         * source's own backfills, as a failed backfill for those asked for through the API (the
+         * stream goes on without them).
+         */
         const backfillOf = async (progress: BackfillProgress | undefined): Promise<StreamStart['backfill']> => {
           if (progress === undefined) return undefined;
           const listed = progress.tables;
           const reading = listed === undefined ? tables : listed.flatMap((name) => tables.filter((t) => qualifiedName(t) === name));
           if (tableIndex(reading, progress) >= reading.length) return undefined;
           const keys: TableKey[] = [];
-          for (const table of reading) keys.push(await tableKey(admin, table));
-          return { progress, tables: reading, keys };
+          const filters: Array<RowFilter | undefined> = [];
+          const estimates = { ...progress.estimates };
+          for (const table of reading) {
+            const name = qualifiedName(table);
+            keys.push(await tableKey(admin, table));
+            const where = progress.where?.[name];
+            filters.push(where === undefined ? undefined : await rowFilter(name, where, await tableColumns(admin, table.oid)));
+            if (!(name in estimates)) estimates[name] = await estimateRows(admin, table.oid);
+          }
+          return { progress: { ...progress, estimates }, tables: reading, keys, filters };
+        };
+        const requests = options.backfills;
+        /** The first backfill asked for that can run, and those that cannot, failed. */
+        const requested = async (lsn: string, except: string | undefined): Promise<StreamStart['backfill']> => {
+          for (const request of requests?.requested ?? []) {
+            if (request.id === except) continue;
+            const progress = requestedBackfill(request, lsn, options.clock.now());
+            try {
+              const found = await backfillOf(progress);
+              if (found) return found;
+              failed.push(backfillReport(progress, names, 'failed', { code: 'table_not_found', message: `None of its tables is captured by the pipeline any more.` }));
+            } catch (error) {
+              if (!(error instanceof ConnectorError) || error.retryable) throw error;
+              failed.push(backfillReport(progress, names, 'failed', { code: error.code, message: error.message }));
+            }
+          }
+          return undefined;
         };
         if (await ensurePublication(admin, settings, tables)) own.publication = true;
         const slot = await slotState(admin, settings.slot);
@@ -189,15 +224,22 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
           const captured = checkpoint.tables ?? names;
           const added = settings.snapshot === 'never' ? [] : names.filter((name) => !captured.includes(name));
           let progress = checkpoint.backfill?.table === undefined ? undefined : checkpoint.backfill;
+          // The last backfill ended: said again (the report after its commit may not have been heard).
+          const ended = checkpoint.backfill?.table === undefined ? checkpoint.backfill : undefined;
+          if (ended && requests?.requested.some((r) => r.id === ended.id)) failed.push(backfillReport(ended, names, 'succeeded'));
+          // Cancelled: dropped where it stands; the rows handed over stay written.
+          if (progress && requests?.cancelled.has(progress.id)) progress = undefined;
           if (added.length > 0) {
             progress = progress ? { ...progress, tables: [...(progress.tables ?? captured), ...added] } : { ...newBackfill(checkpoint.lsn, options.clock.now(), added[0]!), tables: added };
           }
+          const running = progress ? await backfillOf(progress) : await requested(checkpoint.lsn, ended?.id);
           start = {
             lsn: parseLsn(checkpoint.lsn),
             ...(checkpoint.txn !== undefined ? { txn: parseLsn(checkpoint.txn), index: checkpoint.index ?? 0 } : {}),
             own,
             tables: names,
-            backfill: await backfillOf(progress),
+            backfill: running,
+            ...(running === undefined && ended ? { ended } : {}),
           };
         } else if (checkpoint !== null || settings.snapshot === 'initial') {
           // A snapshot is taken from a new slot only: its start is what makes it consistent. A
@@ -210,10 +252,10 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
           }
           const consistent = await readSnapshot(admin, settings, tables, options, handler, signal, { ...own, slot: true });
           if (consistent === undefined) return;
-          start = { lsn: consistent, own: { ...own, slot: true }, tables: names, backfill: undefined };
+          start = { lsn: consistent, own: { ...own, slot: true }, tables: names, backfill: await requested(formatLsn(consistent), undefined) };
         } else {
           // `incremental` checks every table's key before the slot is made: a table it cannot chunk is refused first.
-          const incremental = settings.snapshot === 'incremental' ? await backfillOf(newBackfill('0/0', options.clock.now(), names[0]!)) : undefined;
+          const incremental = settings.snapshot === 'incremental' ? await backfillOf(newBackfill('0/0', options.clock.now(), names[0]!)) : await requested('0/0', undefined);
           let lsn = slot?.confirmed;
           if (!slot) {
             const replication = await ReplicationClient.connect(options.clientConfig);
@@ -233,6 +275,9 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
         await admin.end().catch(() => undefined);
       }
       if (signal.aborted) return;
+      for (const report of failed) options.reportBackfill?.(report);
+      // Resumed: said again as of its checkpoint (the last report before a restart may be lost).
+      if (start.backfill?.progress.rows) options.reportBackfill?.(backfillReport(start.backfill.progress, start.tables, 'running'));
       await streamChanges(settings, options, start, handler, signal);
     },
   };
@@ -246,8 +291,10 @@ interface StreamStart {
   own: NonNullable<ChangeCheckpoint['own']>;
   /** The tables captured, for the checkpoint. */
   tables: string[];
-  /** The backfill under way: its progress, the tables it reads (in order) and their keys. */
-  backfill: { progress: BackfillProgress; tables: readonly ResolvedTable[]; keys: readonly TableKey[] } | undefined;
+  /** The backfill under way: its progress, the tables it reads (in order), their keys and row filters. */
+  backfill: { progress: BackfillProgress; tables: readonly ResolvedTable[]; keys: readonly TableKey[]; filters: ReadonlyArray<RowFilter | undefined> } | undefined;
+  /** The last backfill, ended, when none is under way: checkpoints carry it on. */
+  ended?: BackfillProgress;
 }
 
 /** `schema.name` of a table: how a backfill's progress names the table it reads. */
@@ -266,7 +313,7 @@ function tableIndex(tables: readonly ResolvedTable[], progress: BackfillProgress
 }
 
 /** The configured tables as the server names them (schema resolved by the search path); `table_not_found` for one missing. */
-async function resolveTables(admin: pg.Client, tables: readonly TableName[]): Promise<ResolvedTable[]> {
+export async function resolveTables(admin: pg.Client, tables: readonly TableName[]): Promise<ResolvedTable[]> {
   const resolved = [];
   for (const table of tables) {
     const { rows } = await admin.query<{ oid: number; nspname: string; relname: string }>(
@@ -434,7 +481,7 @@ async function streamChanges(
   let paused = false;
   const highWater = settings.batchSize * 2;
   /** The backfill's position as of the last item taken into a batch: every checkpoint carries it. */
-  let progress = start.backfill?.progress;
+  let progress = start.backfill?.progress ?? start.ended;
   /** Where the last batch handed over ends: the position of a batch that only moves the backfill. */
   let lastEnd: { complete: Lsn; partial?: { txn: Lsn; index: number } } = { complete: start.lsn, ...(start.txn !== undefined ? { partial: { txn: start.txn, index: start.index ?? 0 } } : {}) };
   /** The backfill's chunk between its watermarks, or waiting for its high one to commit. */
@@ -532,14 +579,13 @@ async function streamChanges(
       pendingRecords++;
     }
     const next = done.end ? backfill!.tables[done.table + 1] : table;
+    const { table: _table, after: _after, ...kept } = base;
     const end: BackfillProgress = {
-      id: base.id,
-      at: base.at,
-      lsn: base.lsn,
+      ...kept,
       rows,
+      counts: { ...base.counts, [name]: (base.counts?.[name] ?? 0) + rows - base.rows },
       ...(next === undefined ? {} : { table: qualifiedName(next) }),
       ...(!done.end && done.last ? { after: done.last } : {}),
-      ...(base.tables ? { tables: base.tables } : {}),
     };
     pending.push({ progress: end });
     // The reader's next chunk starts from here.
@@ -660,11 +706,16 @@ async function streamChanges(
       confirm();
     }
   };
-  /** Tells the engine how far the backfill is as of a committed batch's checkpoint. */
+  /** The backfill whose end was reported: said once. */
+  let endReported = start.ended?.id;
+  /** Tells the engine how far the backfill is as of a committed batch's checkpoint, and when it ended. */
   const reportCommitted = (committed: BackfillProgress | undefined) => {
-    if (backfill === undefined || options.reportBackfill === undefined) return;
-    if (committed?.table === undefined) options.reportBackfill(null);
-    else options.reportBackfill({ id: committed.id, table: committed.table, rowsRead: committed.rows, tablesRemaining: backfill.tables.length - tableIndex(backfill.tables, committed) });
+    if (committed === undefined || options.reportBackfill === undefined) return;
+    if (committed.table !== undefined) options.reportBackfill(backfillReport(committed, start.tables, 'running'));
+    else if (endReported !== committed.id) {
+      endReported = committed.id;
+      options.reportBackfill(backfillReport(committed, start.tables, 'succeeded'));
+    }
   };
   const handOver = (batch: SourceBatch, complete: Lsn) => {
     const entry = { done: handler(batch), settled: false, complete };
@@ -687,7 +738,7 @@ async function streamChanges(
     lsn: formatLsn(complete),
     ...(partial ? { txn: formatLsn(partial.txn), index: partial.index } : {}),
     own: start.own,
-    ...(progress?.table !== undefined ? { backfill: progress } : {}),
+    ...(progress !== undefined ? { backfill: progress } : {}),
     tables: start.tables,
   });
 
@@ -799,7 +850,7 @@ async function streamChanges(
         chunk = next;
         const name = qualifiedName(backfill!.tables[at]!);
         const selected = options.chunkSelected && ((rows: number) => options.chunkSelected!(name, rows));
-        await readChunk(client, backfill!.tables[at]!, backfill!.keys[at]!, readerAt.after, settings.batchSize, next, selected);
+        await readChunk(client, backfill!.tables[at]!, backfill!.keys[at]!, readerAt.after, readerAt.chunk ?? settings.batchSize, next, selected, backfill!.filters[at]);
       }
     } finally {
       await client.end().catch(() => undefined);
