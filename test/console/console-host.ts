@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
 import Fastify from 'fastify';
-import { createEngine, generateSecretKey, sqliteStorage, type Engine } from '@ferry/core';
+import { createEngine, generateSecretKey, sqliteStorage, type Engine, type FerryPlugin } from '@ferry/core';
 import { ferryConsole, ferryRouter } from '@ferry/express';
 import { ferryConsolePlugin, ferryPlugin } from '@ferry/fastify';
 import { MemoryHub, memoryConnector, VirtualClock } from '@ferry/testing';
@@ -33,7 +33,7 @@ export interface ConsoleHost {
  * that the page's "3 min ago" reads sensibly) and serves it on `adapter` with the API under
  * `apiPrefix` and the console under `consolePath`, each mounted in the one line a host writes.
  */
-export async function startConsoleHost(adapter: Adapter, options: { apiPrefix?: string; consolePath?: string; clockStartMs?: number } = {}): Promise<ConsoleHost> {
+export async function startConsoleHost(adapter: Adapter, options: { apiPrefix?: string; consolePath?: string; clockStartMs?: number; plugins?: FerryPlugin[] } = {}): Promise<ConsoleHost> {
   const apiPrefix = options.apiPrefix ?? '';
   const consolePath = options.consolePath ?? '/console';
   // eslint-disable-next-line no-restricted-properties -- the virtual clock starts at the wall time for readable screenshots
@@ -43,7 +43,7 @@ export async function startConsoleHost(adapter: Adapter, options: { apiPrefix?: 
     storage: sqliteStorage({ filename: join(mkdtempSync(join(tmpdir(), 'ferry-console-')), 'ferry.db') }),
     clock,
     secretKey: generateSecretKey(),
-    plugins: [memoryConnector(hub)],
+    plugins: [memoryConnector(hub), ...(options.plugins ?? [])],
     outboundAllow: ['127.0.0.1'],
   });
   await engine.start();

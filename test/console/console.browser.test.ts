@@ -2,7 +2,10 @@
 // The callbacks of page.evaluate run in the page: they are typed against the DOM.
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
+import { Type } from '@sinclair/typebox';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ConnectorError, defineConnector } from '@ferry/core';
+import { engineContext } from '@ferry/core/internal';
 import { eventually, startWebhookReceiver, type WebhookReceiver } from '@ferry/testing';
 import { launchChromium, SCREENSHOTS } from './chromium.js';
 import { ensureConsoleBuilt } from './console-assets-fresh.js';
@@ -357,6 +360,77 @@ describe('the console for every user', () => {
     await page.getByRole('button', { name: 'Refresh the connectors' }).click();
     await warehouseRow.locator('.last-error.error-text').waitFor();
     expect(await lastError.textContent()).not.toContain('recovered');
+    expect(watch.problems).toEqual([]);
+    expect(watch.foreignRequests).toEqual([]);
+  }, 60_000);
+
+  it('shows a pipeline\'s backfills with their progress, starts one with a table and a filter, says why one is refused, and cancels one', async () => {
+    // A change-capturing source as the console sees one: its config names its tables, and it plans backfills.
+    const capture = defineConnector({
+      type: 'capture',
+      version: '0.0.0-test',
+      directions: ['source'],
+      configSchema: Type.Object({ tables: Type.Array(Type.String()) }),
+      source: () => ({ read: async (checkpoint) => ({ records: [], checkpoint }) }),
+      planBackfill: async (ctx, input) => {
+        if (Object.values(input.where ?? {}).some((w) => w.includes('nope'))) throw new ConnectorError('invalid_where', 'The where of public.items names "nope", which is not a column of the table.', { retryable: false });
+        return { tables: (input.tables ?? ctx.config.tables).map((table) => ({ table, rowsEstimated: 10_000 })) };
+      },
+    });
+    const host = await startConsoleHost('fastify', { plugins: [capture] });
+    hosts.push(host);
+    const { engine } = host;
+    const source = await engine.connectors.create('default', { name: 'orders-db', type: 'capture', direction: 'source', config: { tables: ['public.orders', 'public.items'] } });
+    const destination = await engine.connectors.create('default', { name: 'warehouse', type: 'memory', direction: 'destination', config: { name: 'out' } });
+    const pipeline = await engine.pipelines.create('default', { name: 'orders-cdc', source_connector_id: source.id, destination_connector_id: destination.id });
+    // One that ran for ten minutes of the page's time and read 4,000 of ~10,000 rows, and one done.
+    const repos = engineContext(engine).storage.repos;
+    // The page measures the rate against the wall clock, not the engine's.
+    const tenMinutesAgo = new Date(Date.now() - 600_000).toISOString();
+    const record = (id: string, state: 'running' | 'succeeded', rows: number) => ({
+      id, workspace_id: 'default', pipeline_id: pipeline.id, state,
+      tables: [{ table: 'public.orders', rows_read: rows, rows_estimated: 10_000, state: state === 'running' ? ('running' as const) : ('done' as const) }],
+      where: null, chunk_size: null, rows_read: rows, error: null, created_at: tenMinutesAgo, started_at: tenMinutesAgo, finished_at: state === 'succeeded' ? tenMinutesAgo : null, updated_at: tenMinutesAgo,
+    });
+    await repos.backfills.insert(record('bfl_01JD0000000000000000000001', 'succeeded', 10_000));
+    await repos.backfills.insert(record('bfl_01JD0000000000000000000002', 'running', 4_000));
+    const { page, watch } = await openPage(host);
+    await signIn(page, host);
+    await page.goto(`${host.consoleUrl}/pipelines/${pipeline.id}/backfills`);
+    const running = page.locator('tr[data-backfill-id="bfl_01JD0000000000000000000002"]');
+    await running.waitFor();
+    expect(await running.getByRole('progressbar').getAttribute('value')).toBe('0.4');
+    expect(await running.textContent()).toContain('4,000 of ~10,000 rows');
+    expect(await running.getByText(/^\d+\/s$/).count()).toBe(1);
+    expect(await running.getByText(/min/).count()).toBeGreaterThan(0);
+    const done = page.locator('tr[data-backfill-id="bfl_01JD0000000000000000000001"]');
+    expect(await done.getByRole('progressbar').getAttribute('value')).toBe('1');
+    expect(await done.getByRole('button', { name: /Cancel/ }).count()).toBe(0);
+    await shot(page, 'pipeline-backfills');
+
+    // A filter the source refuses: said in the dialog, nothing recorded.
+    await page.getByRole('button', { name: 'Start a backfill…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Start a backfill' });
+    await dialog.getByRole('checkbox', { name: 'public.items' }).check();
+    await dialog.getByLabel('Filter of public.items').fill('nope > 1');
+    await dialog.getByRole('button', { name: 'Start' }).click();
+    await dialog.getByText(/invalid_where|not a column/).first().waitFor();
+    expect((await engine.backfills.list('default', pipeline.id)).data).toHaveLength(2);
+    await dialog.getByLabel('Filter of public.items').fill("region = 'eu'");
+    await dialog.getByLabel('Rows per chunk').fill('500');
+    await dialog.getByRole('button', { name: 'Start' }).click();
+    await page.getByText(/Backfill bfl_\w+ is queued: public\.items\./).waitFor();
+    const created = (await engine.backfills.list('default', pipeline.id, { order: 'desc' })).data[0]!;
+    expect(created).toMatchObject({ state: 'queued', tables: [{ table: 'public.items' }], where: { 'public.items': "region = 'eu'" }, chunk_size: 500 });
+    const queued = page.locator(`tr[data-backfill-id="${created.id}"]`);
+    await queued.waitFor();
+    expect(await queued.textContent()).toContain("where region = 'eu'");
+
+    // Cancelled after a confirmation: for good.
+    await queued.getByRole('button', { name: `Cancel backfill ${created.id}` }).click();
+    await page.getByRole('dialog', { name: 'Cancel the backfill' }).getByRole('button', { name: 'Cancel the backfill' }).click();
+    await queued.getByText('cancelled').waitFor();
+    expect((await engine.backfills.get('default', created.id)).state).toBe('cancelled');
     expect(watch.problems).toEqual([]);
     expect(watch.foreignRequests).toEqual([]);
   }, 60_000);

@@ -56,6 +56,7 @@ function App(): JSX.Element {
   if (match('/pipelines', path)) return <PipelinesView location={location} shell={shell} />;
   if ((params = match('/pipelines/:id', path))) return <PipelineView key={params.id} id={params.id!} tab="events" location={location} shell={shell} />;
   if ((params = match('/pipelines/:id/runs', path))) return <PipelineView key={params.id} id={params.id!} tab="runs" location={location} shell={shell} />;
+  if ((params = match('/pipelines/:id/backfills', path))) return <PipelineView key={params.id} id={params.id!} tab="backfills" location={location} shell={shell} />;
   if ((params = match('/events/:id', path))) return <EventView key={params.id} id={params.id!} shell={shell} />;
   if (match('/connectors', path)) return <ConnectorsView location={location} shell={shell} />;
   if (match('/webhooks', path)) return <WebhooksView location={location} shell={shell} />;

@@ -6,7 +6,7 @@
 import type { Connector as ApiConnector, ConnectorsService, PipelinesService } from '@ferry/core';
 
 export type { ApiConnector };
-export type { Delivery, DeliveryWithAttempts, EventRecord, Page, Pipeline, Run, WebhookSubscription } from '@ferry/core';
+export type { Backfill, Delivery, DeliveryWithAttempts, EventRecord, Page, Pipeline, Run, WebhookSubscription } from '@ferry/core';
 
 /**
  * A connector as the views show it: `name` is the API's name, or its id when it has none (see

@@ -20,6 +20,7 @@ import type { Connector, EventRecord, Pipeline, PipelineStats, Run } from '../re
 import { href, Link, navigate, type Location } from '../router.js';
 import { useAction } from '../use-action.js';
 import { useResource } from '../use-resource.js';
+import { BackfillsPanel } from './pipeline-backfills.js';
 import { PipelineActions } from './pipeline-actions.js';
 import { ConnectorCell } from './pipelines.js';
 
@@ -67,9 +68,10 @@ function describeFilters(filters: EventFilters): string {
 
 /**
  * One pipeline: what it is, its last hour, its dead letters with bulk replay, then its events
- * (`/pipelines/:id`, filtered and paged by the URL) or its runs (`/pipelines/:id/runs`).
+ * (`/pipelines/:id`, filtered and paged by the URL), its runs (`/pipelines/:id/runs`) or its
+ * backfills (`/pipelines/:id/backfills`).
  */
-export function PipelineView({ id, tab, location, shell }: { id: string; tab: 'events' | 'runs'; location: Location; shell: Shell }): JSX.Element {
+export function PipelineView({ id, tab, location, shell }: { id: string; tab: 'events' | 'runs' | 'backfills'; location: Location; shell: Shell }): JSX.Element {
   const action = useAction();
   const resource = useResource<Loaded>(
     async () => {
@@ -141,11 +143,16 @@ export function PipelineView({ id, tab, location, shell }: { id: string; tab: 'e
         <Link to={href(`${base}/runs`)} aria-current={tab === 'runs' ? 'page' : undefined}>
           Runs
         </Link>
+        <Link to={href(`${base}/backfills`)} aria-current={tab === 'backfills' ? 'page' : undefined}>
+          Backfills
+        </Link>
       </nav>
       {tab === 'events' ? (
         <EventsPanel pipelineId={id} base={base} location={location} deadLettered={data?.stats?.dead_lettered} onChanged={resource.reload} />
-      ) : (
+      ) : tab === 'runs' ? (
         <RunsPanel pipelineId={id} base={base} location={location} onRefresh={resource.reload} />
+      ) : (
+        <BackfillsPanel pipelineId={id} base={base} location={location} source={data?.connectors.get(data.pipeline.source_connector_id)} onRefresh={resource.reload} />
       )}
     </Layout>
   );
