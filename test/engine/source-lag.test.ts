@@ -48,6 +48,9 @@ it('a source\'s reported lag and backfill progress are on the engine and /metric
   const metrics = createMetrics(engine);
   const events: PlatformEvent[] = [];
   engine.on('*', (event) => void events.push(event));
+  // The backfills' progress as an embedder streams it.
+  const seen: Array<[string, string, number]> = [];
+  const subscription = engine.backfills$(WS, pipeline.id).subscribe((b) => void seen.push([b.id, b.state, b.rows_read]));
 
   await eventually(clock, () => engine.sourceLag().get(pipeline.id) === 4096, 1000);
   expect(await metrics.render()).toContain(`ferry_source_lag_bytes{pipeline_id="${pipeline.id}"} 4096`);
@@ -84,6 +87,11 @@ it('a source\'s reported lag and backfill progress are on the engine and /metric
     ['backfill.started', { pipeline_id: pipeline.id, backfill_id: B1, rows_read: 1200 }],
     ['backfill.completed', { pipeline_id: pipeline.id, backfill_id: B1, rows_read: 2040 }],
   ]);
+  expect(seen).toEqual([
+    [B1, 'running', 1200],
+    [B1, 'succeeded', 2040],
+  ]);
+  subscription.unsubscribe();
   held.backfill = report(B2, 'running', [10, 0]);
   await eventually(clock, () => engine.backfillProgress().get(pipeline.id)?.id === B2, 1000);
 

@@ -34,6 +34,8 @@ export async function recordBackfillReport(ctx: EngineContext, pipeline: Pick<Pi
     }
     if (row.state !== 'queued' && row.state !== 'running') return;
     const starts = row.state === 'queued';
+    // Said again as it stands (a restart, a source that reports each read): nothing to write.
+    if (!starts && !ended && row.rows_read === rowsRead && JSON.stringify(row.tables) === JSON.stringify(tables)) return;
     const patch = {
       tables,
       rows_read: rowsRead,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Observable } from 'rxjs';
 import type { DependencyContainer } from 'tsyringe';
-import { guardedClock, systemClock, type Clock, type EventRecord, type PlatformEvent, type Run, type PlatformEventType, FerryError, IdGenerator, silentLogger, type Logger, CursorCodec } from '../common/index.js';
+import { guardedClock, systemClock, type Backfill, type Clock, type EventRecord, type PlatformEvent, type Run, type PlatformEventType, FerryError, IdGenerator, silentLogger, type Logger, CursorCodec } from '../common/index.js';
 import { createEngineContainer } from './container.js';
 import { generateSecretKey, parseSecretKey, SecretBox } from '../crypto/index.js';
 import { EventLogFeed, eventsStream, type EventsStreamOptions, EventsService, IngestService } from '../events/index.js';
@@ -341,6 +341,16 @@ export class Engine {
    */
   runs$(workspaceId: string, pipelineId: string, options: RunsStreamOptions = {}): Observable<Run> {
     return runsStream(engineContext(this), storedRuns(engineContext(this), workspaceId, pipelineId), pipelineId, workspaceId, options);
+  }
+
+  /**
+   * A pipeline's backfills as an RxJS stream of their progress: each one it has (up to the 100
+   * newest, oldest first), then a new snapshot each time this engine commits a change of one:
+   * asked for, started, a batch of rows (at most once a second), ended, cancelled. The same as
+   * `engine.backfills.changes$`. Unsubscribe to stop.
+   */
+  backfills$(workspaceId: string, pipelineId: string): Observable<Backfill> {
+    return this.backfills.changes$(workspaceId, pipelineId);
   }
 
   /**
