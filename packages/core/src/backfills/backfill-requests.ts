@@ -6,18 +6,22 @@ const CANCELLED_TOLD = 100;
 
 /**
  * The backfills a pipeline's source is asked to run, as its plugin context carries them, and
- * their version: the ids of the open ones and of the cancelled ones told. A source opened with
- * another version is opened again (`PipelineFlow`'s refresh), so a backfill asked for, ended or
- * cancelled reaches a running source (also one that runs on another engine, at its next poll).
+ * their version. A source opened with another version is opened again (`PipelineFlow`'s
+ * refresh, also on another engine at its next poll): when one is asked for (the queued ones
+ * change), cancelled (the last cancelled one changes), or ends while others wait (then the
+ * count of ended ones matters). A backfill a source starts itself, or one that starts or ends
+ * with nothing waiting, changes nothing: the source carries on without being opened again.
  */
 export async function backfillRequests(repos: Repositories, pipelineId: string): Promise<{ requests: BackfillRequests; version: string }> {
   const [open, cancelled] = await Promise.all([repos.backfills.open(pipelineId), repos.backfills.cancelledIds(pipelineId, CANCELLED_TOLD)]);
+  const queued = open.filter((row) => row.state === 'queued').map((row) => row.id);
+  const ended = queued.length > 0 ? await repos.backfills.endedCount(pipelineId) : 0;
   return {
     requests: {
       requested: open.map((row) => ({ id: row.id, tables: row.tables.map((t) => t.table), where: row.where, chunkSize: row.chunk_size })),
       cancelled: new Set(cancelled),
     },
-    version: JSON.stringify([open.map((row) => row.id), cancelled[0] ?? null]),
+    version: JSON.stringify([queued, cancelled[0] ?? null, ended]),
   };
 }
 

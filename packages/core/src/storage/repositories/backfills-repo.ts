@@ -81,6 +81,12 @@ export class BackfillsRepo {
     return rows.map((r) => r.id);
   }
 
+  /** How many of the pipeline's backfills ended (succeeded or failed): grows with each end. */
+  async endedCount(pipelineId: string): Promise<number> {
+    const row = (await this.db('backfills').where({ pipeline_id: pipelineId }).whereIn('state', ['succeeded', 'failed']).count({ n: '*' }).first()) as { n?: unknown } | undefined;
+    return toInt(row?.n ?? 0);
+  }
+
   /**
    * Changes a backfill that is still open (queued or running); false when it is not (it ended,
    * was cancelled, or does not exist): an end is final, whoever comes second.
