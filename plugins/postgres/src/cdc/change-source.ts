@@ -566,6 +566,9 @@ async function streamChanges(
     const name = qualifiedName(table);
     let rows = base.rows;
     const prefix = `${base.id}:${name}:`;
+    // One metadata object for the chunk's rows: they share every field of it, and no step or
+    // destination changes a payload in place.
+    const metadata: JsonObject = { schema: table.schema, table: table.name, commit_lsn: base.lsn, commit_time: base.at, backfill_id: base.id };
     for (const row of done.truncated ? [] : done.rows!) {
       if (done.changed.has(row.key)) continue;
       rows++;
@@ -573,7 +576,7 @@ async function streamChanges(
         position: prefix + row.key,
         type,
         occurredAt: base.at,
-        payload: { action: 'read', record: row.record, metadata: { schema: table.schema, table: table.name, commit_lsn: base.lsn, commit_time: base.at, backfill_id: base.id } },
+        payload: { action: 'read', record: row.record, metadata },
       };
       pending.push({ read: record });
       pendingRecords++;
