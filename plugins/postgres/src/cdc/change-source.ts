@@ -469,6 +469,12 @@ async function streamChanges(
   } catch (error) {
     throw classifyChangeError(error);
   }
+  // Stopped while connecting (a pause, a reopen): the abort listener added below would never
+  // hear of it, and the stream would run on, holding the pause that waits for it.
+  if (signal.aborted) {
+    await replication.end();
+    return;
+  }
   const relations = new Map<number, RelationInfo>();
   const wanted = new Set(settings.tables.map((t) => `${t.schema ?? 'public'}.${t.name}`));
   const pending: Pending[] = [];
