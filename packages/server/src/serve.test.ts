@@ -250,6 +250,8 @@ describe('ferry serve (in process)', () => {
   });
 });
 
+// Each test spawns `ferry serve` from the sources (tsx compiles them as it starts): on a suite
+// that keeps both cores busy, that start alone has taken most of the default 30 s.
 describe('the ferry CLI (a real process)', () => {
   it('creates, lists and revokes keys; the created key authenticates until revoked', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
@@ -285,7 +287,7 @@ describe('the ferry CLI (a real process)', () => {
     await answersThenStops(child, url);
     expect(announcements(output().stdout + output().stderr)).toBe(1);
     expect(output().stderr).toBe('');
-  });
+  }, 60_000);
 
   it('says where it serves on stderr, once, when its log level leaves that line out of the log', async () => {
     const { child, output } = serve(['--log-level', 'warn']);
@@ -293,7 +295,7 @@ describe('the ferry CLI (a real process)', () => {
     await answersThenStops(child, url);
     expect(announcements(output().stdout + output().stderr)).toBe(1);
     expect(output().stderr).toBe(`ferry serving on ${url}\n`);
-  });
+  }, 60_000);
 
   it('goes on serving when the reader of its output goes away, and still drains and exits 0 on SIGTERM', async () => {
     // Its stderr is a pipe whose reader has gone (`true` reads nothing and exits), as with
@@ -339,5 +341,5 @@ describe('the ferry CLI (a real process)', () => {
     expect(output).toContain('ferry stopped');
     // npm exits when its child does; a server orphaned behind it would still answer.
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
-  });
+  }, 60_000);
 });
