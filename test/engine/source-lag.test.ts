@@ -13,6 +13,7 @@ afterEach(async () => {
 /** A source that has nothing to read and holds back `held` bytes, as a replication slot would, while re-reading its tables. */
 const B1 = 'bfl_01JD0000000000000000000001';
 const B2 = 'bfl_01JD0000000000000000000002';
+const B3 = 'bfl_01JD0000000000000000000003';
 const report = (id: string, state: BackfillReport['state'], rows: [number, number]): BackfillReport => ({
   id,
   state,
@@ -21,19 +22,22 @@ const report = (id: string, state: BackfillReport['state'], rows: [number, numbe
     { table: 'public.orders', rowsRead: rows[1], rowsEstimated: null, state: state === 'running' ? 'pending' : 'done' },
   ],
 });
-const held = { bytes: 4096, backfill: report(B1, 'running', [1200, 0]) };
+const held = { bytes: 4096, backfill: report(B1, 'running', [1200, 0]), told: [] as unknown[] };
 const laggingSource = defineConnector({
   type: 'lagging',
   version: '0.0.0',
   directions: ['source'],
   configSchema: Type.Object({}),
-  source: (ctx) => ({
-    read: async (checkpoint) => {
-      ctx.reportLag?.(held.bytes);
-      ctx.reportBackfill?.(held.backfill);
-      return { records: [], checkpoint };
-    },
-  }),
+  source: (ctx) => {
+    held.told.push(ctx.backfills);
+    return {
+      read: async (checkpoint) => {
+        ctx.reportLag?.(held.bytes);
+        ctx.reportBackfill?.(held.backfill);
+        return { records: [], checkpoint };
+      },
+    };
+  },
 });
 
 it('a source\'s reported lag and backfill progress are on the engine and /metrics while it is open, and its backfills recorded', async () => {
@@ -94,6 +98,15 @@ it('a source\'s reported lag and backfill progress are on the engine and /metric
   subscription.unsubscribe();
   held.backfill = report(B2, 'running', [10, 0]);
   await eventually(clock, () => engine.backfillProgress().get(pipeline.id)?.id === B2, 1000);
+  // An id the API could never name is not recorded (reports are recorded in order: B3's says the bad one was seen).
+  held.backfill = report('bfl_nope', 'running', [1, 0]);
+  await eventually(clock, () => engine.backfillProgress().get(pipeline.id)?.id === 'bfl_nope', 1000);
+  held.backfill = report(B3, 'running', [5, 0]);
+  await eventually(clock, async () => (await engine.backfills.list(WS, pipeline.id)).data.some((b) => b.id === B3), 1000);
+  expect((await engine.backfills.list(WS, pipeline.id)).data.map((b) => b.id)).toEqual([B1, B2, B3]);
+  // A type that cannot plan backfills is never told of any.
+  expect(held.told.length).toBeGreaterThan(0);
+  expect(held.told.every((t) => t === undefined)).toBe(true);
 
   // A paused pipeline's source is closed: its last figure would go stale, so it is gone.
   await engine.pipelines.pause(WS, pipeline.id);

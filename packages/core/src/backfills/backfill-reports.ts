@@ -1,5 +1,5 @@
-import type { Backfill, JsonObject } from '../common/index.js';
-import { nowIso, transact, type EngineContext } from '../context/index.js';
+import { isId, type Backfill, type JsonObject } from '../common/index.js';
+import { nowIso, transact, type BackfillProgress, type EngineContext } from '../context/index.js';
 import type { BackfillReport } from '../plugin-api/index.js';
 import type { BackfillRow, PipelineRow } from '../storage/index.js';
 import { backfillChanged } from './backfill-feed.js';
@@ -14,6 +14,11 @@ const MAX_ERROR = 1000;
  * cancelled backfill stays so: a late or repeated report changes nothing.
  */
 export async function recordBackfillReport(ctx: EngineContext, pipeline: Pick<PipelineRow, 'id' | 'workspace_id'>, report: BackfillReport, scrub: (text: string) => string): Promise<void> {
+  // An id the API could never name (`bfl_` and a ULID) would make a record no one can read.
+  if (typeof report.id !== 'string' || !isId('backfill', report.id)) {
+    ctx.logger.warn({ pipeline_id: pipeline.id }, 'a source reported a backfill whose id is not a backfill id (bfl_ and 26 characters); not recorded');
+    return;
+  }
   const tables: Backfill['tables'] = report.tables.map((t) => ({
     table: String(t.table),
     rows_read: Math.max(0, Math.floor(Number(t.rowsRead) || 0)),
@@ -54,7 +59,7 @@ export async function recordBackfillReport(ctx: EngineContext, pipeline: Pick<Pi
 }
 
 /** The metrics' view of a running backfill's report (see `EngineContext.backfills`). */
-export function backfillProgressOf(report: BackfillReport): { id: string; table: string; rowsRead: number; tablesRemaining: number } {
+export function backfillProgressOf(report: BackfillReport): BackfillProgress {
   const remaining = report.tables.filter((t) => t.state !== 'done');
   return {
     id: String(report.id),

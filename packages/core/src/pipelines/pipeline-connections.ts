@@ -2,7 +2,7 @@ import type { EngineContext } from '../context/index.js';
 import { isFerryError } from '../common/index.js';
 import { scrub, type BackfillReport, type BackfillRequests, type ConnectorHealth, type Destination, type Source } from '../plugin-api/index.js';
 import { connectorContext, connectorInbox, openConnector, recordConnectorHealth, type OpenedConnector } from '../connectors/index.js';
-import { backfillProgressOf, backfillRequests, backfillRequestsVersion, recordBackfillReport } from '../backfills/index.js';
+import { backfillProgressOf, backfillRequests, recordBackfillReport } from '../backfills/index.js';
 import type { ConnectorRow, PipelineRow } from '../storage/index.js';
 import { FlowError, toFlowError } from './flow-error.js';
 import { TransformChain, UnknownStepError } from './transform-chain.js';
@@ -83,14 +83,18 @@ class Connections implements PipelineConnections {
     const other = side === 'source' ? this.destination : this.source;
     const secrets = [...opened.secretValues, ...(other?.secretValues ?? [])];
     const clean = (text: string) => scrub(text, secrets);
+    /** The version of the backfills the source was told of (see `backfillRequests`). */
+    let backfillsVersion = '';
     if (side === 'source') {
       let reader: Source | undefined;
       if (this.options.withSource) {
         const open = opened.plugin.definition.source;
         if (!open) throw new FlowError('source', 'direction_unsupported', `Connector type ${opened.row.type} cannot be read from.`, false);
-        const backfills = await backfillRequests(ctx.storage.repos, pipeline.id);
+        // Only a type that plans backfills is asked to run them.
+        const backfills = canBackfill(opened) ? await backfillRequests(ctx.storage.repos, pipeline.id) : undefined;
+        backfillsVersion = backfills?.version ?? '';
         try {
-          reader = await open(this.pluginContext(opened, backfills.requests));
+          reader = await open(this.pluginContext(opened, backfills?.requests));
         } catch (error) {
           throw toFlowError('source', error, clean);
         }
@@ -111,8 +115,7 @@ class Connections implements PipelineConnections {
       this.writer = writer;
       this.destination = opened;
     }
-    this.versions[side] = connectorVersion(opened.row);
-    if (side === 'source' && this.options.withSource) this.versions.source += await backfillRequestsVersion(ctx.storage.repos, pipeline.id);
+    this.versions[side] = connectorVersion(opened.row) + (side === 'source' ? backfillsVersion : '');
     this.scrub = clean;
   }
 
@@ -245,6 +248,11 @@ export function compileSteps(ctx: EngineContext, pipeline: PipelineRow): Transfo
     if (error instanceof UnknownStepError) throw new FlowError('internal', error.code, error.message, false);
     throw error;
   }
+}
+
+/** Whether an opened source's type plans backfills (`planBackfill`), and so is told of those asked for. */
+export function canBackfill(opened: OpenedConnector | undefined): boolean {
+  return opened?.plugin.definition.planBackfill !== undefined;
 }
 
 /** How often a running backfill's progress is written to storage, at most. */

@@ -14,7 +14,7 @@ import { consumePushSource } from './push-consumption.js';
 import { ReadAhead } from './read-ahead.js';
 import { endBatchSpan, flowFailure, startBatchSpan } from './batch-span.js';
 import { backfillRequestsVersion } from '../backfills/index.js';
-import { compileSteps, connectorVersion, HealthReporter, openConnections, type PipelineConnections, type PipelineSide } from './pipeline-connections.js';
+import { canBackfill, compileSteps, connectorVersion, HealthReporter, openConnections, type PipelineConnections, type PipelineSide } from './pipeline-connections.js';
 import type { TransformChain } from './transform-chain.js';
 import type { RuntimeOptions } from './runtime-options.js';
 
@@ -247,7 +247,7 @@ export class PipelineFlow {
     const repos = this.deps.ctx.storage.repos;
     let version = connectorVersion(await repos.connectors.get(row.workspace_id, id));
     // The source is told of the pipeline's backfills when opened: one asked for or cancelled since reopens it.
-    if (side === 'source') version += await backfillRequestsVersion(repos, row.id);
+    if (side === 'source' && canBackfill(this.conns!.source)) version += await backfillRequestsVersion(repos, row.id);
     return version !== this.conns!.versions[side];
   }
 

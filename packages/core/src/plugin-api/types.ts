@@ -180,7 +180,8 @@ export interface PipelineConnectorContext<TConfig> extends ConnectorContext<TCon
    * The backfills asked of this pipeline's source (`POST /v2/pipelines/{id}/backfills`), as of
    * its opening: the source runs them one at a time, in this order, and reports on each with
    * {@link reportBackfill}. The engine opens the source again when one is asked for or cancelled.
-   * Absent for sources opened outside a pipeline's flow.
+   * Absent for sources opened outside a pipeline's flow, and for types without `planBackfill`
+   * (nothing can be asked of them).
    */
   readonly backfills?: BackfillRequests;
   /**
