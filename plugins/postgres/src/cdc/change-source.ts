@@ -167,7 +167,7 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
       admin.on('error', () => undefined);
       let start: StreamStart;
       /** Reports to make once the stream starts: backfills asked for that cannot run, one that ended, the one resumed. */
-      const failed: BackfillReport[] = [];
+      const reports: BackfillReport[] = [];
       try {
         await admin.connect();
         const own = { ...checkpoint?.own };
@@ -205,10 +205,10 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
             try {
               const found = await backfillOf(progress);
               if (found) return found;
-              failed.push(backfillReport(progress, names, 'failed', { code: 'table_not_found', message: `None of its tables is captured by the pipeline any more.` }));
+              reports.push(backfillReport(progress, names, 'failed', { code: 'table_not_found', message: `None of its tables is captured by the pipeline any more.` }));
             } catch (error) {
               if (!(error instanceof ConnectorError) || error.retryable) throw error;
-              failed.push(backfillReport(progress, names, 'failed', { code: error.code, message: error.message }));
+              reports.push(backfillReport(progress, names, 'failed', { code: error.code, message: error.message }));
             }
           }
           return undefined;
@@ -226,7 +226,7 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
           let progress = checkpoint.backfill?.table === undefined ? undefined : checkpoint.backfill;
           // The last backfill ended: said again (the report after its commit may not have been heard).
           const ended = checkpoint.backfill?.table === undefined ? checkpoint.backfill : undefined;
-          if (ended && requests?.requested.some((r) => r.id === ended.id)) failed.push(backfillReport(ended, names, 'succeeded'));
+          if (ended && requests?.requested.some((r) => r.id === ended.id)) reports.push(backfillReport(ended, names, 'succeeded'));
           // Cancelled: dropped where it stands; the rows handed over stay written.
           if (progress && requests?.cancelled.has(progress.id)) progress = undefined;
           if (added.length > 0) {
@@ -275,7 +275,7 @@ export function changeSource(settings: ChangeSourceSettings, options: ChangeSour
         await admin.end().catch(() => undefined);
       }
       if (signal.aborted) return;
-      for (const report of failed) options.reportBackfill?.(report);
+      for (const report of reports) options.reportBackfill?.(report);
       // Resumed: said again as of its checkpoint (the last report before a restart may be lost).
       if (start.backfill?.progress.rows) options.reportBackfill?.(backfillReport(start.backfill.progress, start.tables, 'running'));
       await streamChanges(settings, options, start, handler, signal);

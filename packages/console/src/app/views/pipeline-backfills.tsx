@@ -19,7 +19,7 @@ import { useResource } from '../use-resource.js';
 const PAGE_SIZE = 25;
 
 /** How far a backfill has come: rows read of estimated, its rate so far, and the time left at that rate. */
-export function backfillProgress(b: Backfill, now = Date.now()): { share: number | undefined; rate: number | undefined; left: number | undefined; estimated: number | undefined } {
+function backfillProgress(b: Backfill, now = Date.now()): { share: number | undefined; rate: number | undefined; left: number | undefined; estimated: number | undefined } {
   const known = b.tables.every((t) => t.rows_estimated !== null);
   const estimated = known ? b.tables.reduce((sum, t) => sum + Math.max(t.rows_estimated ?? 0, t.rows_read), 0) : undefined;
   const done = b.state === 'succeeded';
