@@ -12,8 +12,9 @@
  *  - `<dialect>, payloads failed: bytes per event`: a pipeline that keeps the payloads of
  *    dead-lettered events only (`event_log.payloads: "failed"`; none fail here). Same baseline.
  *
- * The event log's tables are `event_units` (a row per batch, its events compressed), `event_keys`
- * (SQLite's index of event ids; Postgres keeps them in the unit's row), `event_unit_types`,
+ * The event log's tables are `event_units` (a row per batch, its events compressed),
+ * `event_key_spans` and `event_keys` (SQLite's index of event ids: a unit's span of ids, or each
+ * id when the span is wide; Postgres keeps them in the unit's row), `event_unit_types`,
  * `event_changes` and `dead_letters`; the SQLite file's free pages, the pipelines' and runs' rows
  * and the WAL are not counted.
  */
@@ -27,7 +28,7 @@ import { emit } from '../emit.js';
 import { benchRecord, BATCH_SIZE, drainThroughEngine, envCount, sqliteTempDir, startBenchEngine } from '../pipeline/drain.js';
 
 const EVENTS = envCount('BENCH_LOG_SIZE_EVENTS', 1_000_000);
-const LOG_TABLES = ['event_units', 'event_keys', 'event_unit_types', 'event_changes', 'dead_letters'];
+const LOG_TABLES = ['event_units', 'event_keys', 'event_key_spans', 'event_unit_types', 'event_changes', 'dead_letters'];
 
 /** Mean JSON bytes of the drained events' payloads. */
 function payloadBytesPerEvent(count: number): number {

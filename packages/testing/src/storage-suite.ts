@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { StorageConfig } from '@ferry/core';
-import { openStorage, type BackfillRow, type ConnectorRow, type DeliveryRow, type EventRow, type FerryStorage, type PipelineRow } from '@ferry/core/internal';
+import { deriveEventId, openStorage, type BackfillRow, type ConnectorRow, type DeliveryRow, type EventRow, type FerryStorage, type PipelineRow } from '@ferry/core/internal';
 
 /** What one batch commits (`BatchCommits` in storage), as a queued commit takes it. */
 type BatchCommit = Parameters<ReturnType<ReturnType<FerryStorage['batchCommits']>['queue']>>[0];
@@ -426,6 +426,38 @@ export function runStorageSuite(name: string, factory: StorageFactory): void {
       expect((await storage.repos.outbox.pending(10)).map((e) => e.id)).toEqual(['evt_o3']);
       expect((await storage.repos.outbox.get('evt_o1'))?.fanned_out_at).toBe(at(9));
       expect((await storage.repos.outbox.listForWorkspace('ws_b')).length).toBe(0);
+    });
+
+    it("events by id: a stream's units found by the span of their ids, interleaved, at a boundary, beside ids without a time", async () => {
+      await seedConnectorsAndPipeline();
+      // Ids as a stream's are: a ULID of the record's time (derived from the position).
+      const t0 = Date.parse(at(0));
+      const streamed = (pipelineId: string, n: number, ms: number): EventRow => ({ ...eventRow(n, { pipeline_id: pipelineId, occurred_at: new Date(ms).toISOString() }), id: deriveEventId(pipelineId, `p${n}`, ms) });
+      const units: EventRow[][] = [];
+      // Two pipelines writing the same seconds: each unit's span overlaps the other's.
+      for (let b = 0; b < 6; b++) units.push(Array.from({ length: 50 }, (_, k) => streamed(b % 2 === 0 ? 'pip_1' : 'pip_2', b * 100 + k, t0 + Math.floor(b / 2) * 1000 + k * 20)));
+      // Every level's cell edge in one unit: a millisecond before and after 2^28 / 32 ms.
+      const edge = 2 ** 23 * Math.ceil(t0 / 2 ** 23);
+      units.push([streamed('pip_1', 900, edge - 1), streamed('pip_1', 901, edge)]);
+      // A unit of ids without a time (found by each of its keys), and one whose times are hours apart.
+      units.push([eventRow(950), eventRow(951)]);
+      units.push([streamed('pip_1', 960, t0), streamed('pip_1', 961, t0 + 5 * 3_600_000)]);
+      for (const unit of units) await storage.repos.events.append(unit);
+      for (const unit of units) {
+        for (const e of unit) expect((await storage.repos.events.get('ws_a', e.id))?.payload, e.id).toEqual(e.payload);
+      }
+      expect(await storage.repos.events.get('ws_b', units[0]![0]!.id)).toBeNull();
+      // The same moment, never written.
+      expect(await storage.repos.events.get('ws_a', deriveEventId('pip_1', 'p-none', t0 + 20))).toBeNull();
+      // Retention takes the units and what finds them: nothing is found, nothing is left behind.
+      expect(await storage.repos.events.deleteSettledBefore('pip_1', at(10_000_000_000), 100)).toBe(6);
+      expect(await storage.repos.events.deleteSettledBefore('pip_2', at(10_000_000_000), 100)).toBe(3);
+      for (const unit of units) {
+        for (const e of unit) expect(await storage.repos.events.get('ws_a', e.id)).toBeNull();
+      }
+      if (storage.dialect.inProcess) {
+        for (const table of ['event_keys', 'event_key_spans']) expect((await storage.knex(table).count({ n: '*' }))[0]!.n, table).toBe(0);
+      }
     });
 
     it('retention deletes: only what is settled and older than the cutoff, a chunk at a time', async () => {

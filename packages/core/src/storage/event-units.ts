@@ -211,6 +211,13 @@ export class DecodedUnit {
     return -1;
   }
 
+  /** The ids of the unit's events, in order. */
+  ids(): string[] {
+    const ids: string[] = [];
+    for (let b = 0; b < this.blocks.length; b++) ids.push(...this.block(b * this.size)[0].i);
+    return ids;
+  }
+
   /** The event at `k`. */
   event(k: number): UnitEvent {
     const [b, j] = this.block(k);
@@ -322,11 +329,14 @@ export function eventKey(id: string): number {
 export const NARROW_KEY_SPAN = 32 * 3_600_000;
 
 /**
- * How Postgres finds a unit by an event's key: by the span of its keys, one GiST entry a unit,
- * when that span is narrow (ids in ULID form from an hour of time or less: a stream's batch);
- * otherwise by every key (`keys`, in a GIN index). A GIN entry per event cost 52 bytes an event
- * (1,000,000 events); the span costs a few bytes a unit, and a lookup reads the one or two units
- * whose span holds the key.
+ * How a unit is found by an event's key, given its events' keys (in any order, repeats allowed):
+ * by the span of its keys when that span is narrow (ids in ULID form from an hour of time or
+ * less: a stream's batch), otherwise by every key (`keys`, distinct). Postgres keeps the span
+ * on the unit's row (a GiST entry a unit) and the keys in a GIN index; SQLite keeps the span in
+ * `event_key_spans` (see {@link keySpanCells}) and the keys in `event_keys`. A key entry per event
+ * cost 16 to 52 bytes an event and, on SQLite, most of a batch's commit (1.4 of 1.7 ms a batch of
+ * 1,000); the span costs a few bytes a unit, and a lookup reads the one or two units whose span
+ * holds the key.
  */
 export function keyLookup(keys: readonly number[]): { min_key: number; max_key: number; keys: number[] | null } {
   let min = keys[0] ?? 0;
@@ -335,5 +345,31 @@ export function keyLookup(keys: readonly number[]): { min_key: number; max_key: 
     if (k < min) min = k;
     if (k > max) max = k;
   }
-  return { min_key: min, max_key: max, keys: max - min <= NARROW_KEY_SPAN ? null : [...keys] };
+  return { min_key: min, max_key: max, keys: max - min <= NARROW_KEY_SPAN ? null : [...new Set(keys)] };
+}
+
+/**
+ * The grid SQLite finds a narrow span on (`event_key_spans`), without an interval index: level
+ * `L` cuts the keys into cells of 2^L keys, and a span is filed at the finest level where it
+ * touches at most two cells, a row per cell. A lookup of key `k` reads, at each level, the
+ * one cell holding `k`, and keeps the rows whose span holds `k`: at most a few rows per level,
+ * the units of that moment of every pipeline, whatever the log's size. Every other level, up to
+ * the one where an hour's span ({@link NARROW_KEY_SPAN}, under 2^27) fits in two cells.
+ */
+export const KEY_SPAN_LEVELS: readonly number[] = Array.from({ length: 15 }, (_, i) => 2 * i);
+
+/** The `[level, cell]` rows a narrow span `[min, max]` is filed under (see {@link KEY_SPAN_LEVELS}). */
+export function keySpanCells(min: number, max: number): Array<[number, number]> {
+  for (const level of KEY_SPAN_LEVELS) {
+    const size = 2 ** level;
+    const first = Math.floor(min / size);
+    const last = Math.floor(max / size);
+    if (last - first <= 1) return first === last ? [[level, first]] : [[level, first], [level, last]];
+  }
+  throw new RangeError(`a key span of ${max - min} is not narrow`);
+}
+
+/** The `[level, cell]` of each level that a span holding `key` may be filed under. */
+export function keyLookupCells(key: number): Array<[number, number]> {
+  return KEY_SPAN_LEVELS.map((level) => [level, Math.floor(key / 2 ** level)]);
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStorage, type FerryStorage } from './ferry-storage.js';
 import { sqliteStorage } from './storage-config.js';
+import { deriveEventId } from '../events/index.js';
 import { unitSteps, unitsOf } from './repositories/events-repo.js';
 import { singleStep, WriterThreadError, type WriterStep } from './sqlite-writer-thread.js';
 
@@ -105,6 +106,13 @@ describe('SqliteWriterThread', () => {
     expect(await storage.repos.events.get("o'brien", 'evt_1250')).toMatchObject({ status: 'filtered', payload: { n: 1250 }, log: { unit: 3, index: 250 } });
     const tail = await storage.repos.events.list("o'brien", 'pip_1', {}, ['3', '126'], 3);
     expect(tail.rows.map((e) => e.id)).toEqual(['evt_1127', 'evt_1128', 'evt_1129']);
+    // A stream's ids (ULIDs of their records' times): the unit is filed by their span, not a key each.
+    const t0 = Date.parse(T0);
+    const streamed = Array.from({ length: 200 }, (_, k) => ({ ...row(2000 + k, 'delivered'), id: deriveEventId('pip_1', `p${k}`, t0 + k) }));
+    await storage.writer!.transaction(unitsOf(streamed, { canonicalTimes: true }).flatMap(unitSteps));
+    expect((await storage.knex('event_keys').count({ n: '*' }))[0]!.n).toBe(4 + 300);
+    expect((await storage.knex('event_key_spans').where('unit_id', 4).count({ n: '*' }))[0]!.n).toBeGreaterThan(0);
+    for (const k of [0, 150, 199]) expect(await storage.repos.events.get("o'brien", streamed[k]!.id)).toMatchObject({ payload: { n: 2000 + k }, log: { unit: 4, index: k } });
   });
 
   it('runs a chain in order: one sent ahead of a failed one waits for it to commit, or fails with it', async () => {

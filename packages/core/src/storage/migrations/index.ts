@@ -8,6 +8,7 @@ import * as pipelineEventLog from './0006-pipeline-event-log.js';
 import * as pipelineHolds from './0007-pipeline-holds.js';
 import * as eventLogUnits from './0008-event-log-units.js';
 import * as backfills from './0009-backfills.js';
+import * as eventKeySpans from './0010-event-key-spans.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -24,6 +25,7 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Migration]> = [
   ['0007-pipeline-holds', pipelineHolds],
   ['0008-event-log-units', eventLogUnits],
   ['0009-backfills', backfills],
+  ['0010-event-key-spans', eventKeySpans],
 ];
 
 /**

@@ -6,7 +6,7 @@ import type { StorageDialect } from '../dialect.js';
 import type { EventRecord, EventStatus, SortOrder } from '../../common/index.js';
 import type { JsonObject } from '../../plugin-api/index.js';
 import { packUnitOffThread } from '../unit-packer.js';
-import { BLOCK_EVENTS, DecodedUnit, encodeUnit, eventKey, keyLookup, type EncodedUnit, type InlineEvents, type UnitEvent } from '../event-units.js';
+import { BLOCK_EVENTS, DecodedUnit, encodeUnit, eventKey, keyLookup, keyLookupCells, keySpanCells, type EncodedUnit, type InlineEvents, type UnitEvent } from '../event-units.js';
 import { singleStep, type SqlValue, type WriterStep } from '../sqlite-writer-thread.js';
 
 /** Row of the event log, the per-pipeline log of events: the public record plus bookkeeping. */
@@ -52,6 +52,7 @@ export interface AppendedUnit {
   pipeline_id: string;
   created_at: string;
   unit: EncodedUnit;
+  /** Each event's key (`eventKey`), in the unit's order: two events may share one. */
   keys: number[];
   /** The dead-lettered events, with their index in the unit. */
   changes: Array<{ index: number; row: EventRow }>;
@@ -105,6 +106,20 @@ const UNIT_COLUMNS = ['workspace_id', 'pipeline_id', 'count', 'min_occurred_at',
 const INSERT_UNIT_SQLITE = `INSERT INTO event_units (${UNIT_COLUMNS.join(', ')}) VALUES (${UNIT_COLUMNS.map(() => '?').join(', ')})`;
 // Inserts into WITHOUT ROWID tables leave last_insert_rowid() alone: it is the unit's id throughout.
 const INSERT_KEY_SQLITE = 'INSERT OR IGNORE INTO event_keys (key, unit_id) VALUES (?, last_insert_rowid())';
+const INSERT_SPAN_SQLITE = 'INSERT OR IGNORE INTO event_key_spans (level, cell, unit_id, min_key, max_key) VALUES (?, ?, last_insert_rowid(), ?, ?)';
+/**
+ * The units that may hold an event's key, on SQLite: those with the key among their `event_keys`,
+ * and those whose span holds it, at each level of the grid (see `keySpanCells`).
+ */
+const UNITS_BY_KEY_SQLITE = [
+  'SELECT unit_id FROM event_keys WHERE key = ?',
+  ...keyLookupCells(0).map(() => 'SELECT unit_id FROM event_key_spans WHERE level = ? AND cell = ? AND min_key <= ? AND max_key >= ?'),
+].join(' UNION ALL ');
+
+/** The bindings of {@link UNITS_BY_KEY_SQLITE} for `key`. */
+function unitsByKeyBindings(key: number): number[] {
+  return [key, ...keyLookupCells(key).flatMap(([level, cell]) => [level, cell, key, key])];
+}
 const INSERT_TYPE_SQLITE = 'INSERT OR IGNORE INTO event_unit_types (pipeline_id, type, events, unit_id) VALUES (?, ?, ?, last_insert_rowid())';
 const CHANGE_COLUMNS = ['event_id', 'workspace_id', 'pipeline_id', 'idx', 'type', 'occurred_at', 'payload', 'status', 'attempts', 'error', 'dead_lettered_at', 'updated_at'];
 // A change row is a rowid table's: its insert moves last_insert_rowid(), so the unit is found by its pipeline.
@@ -119,7 +134,8 @@ const INSERT_CHANGE_SQLITE = `INSERT INTO event_changes (unit_id, ${CHANGE_COLUM
  * The event log and its dead letters.
  *
  * The log is written a unit per batch (`event-units.ts`): one row, whatever the batch's size,
- * with no statement per event but the insert of its key into the id index. What happens to an
+ * and a row or two that find it by an event's id (the span of its ids' keys, see `keyLookup`; a
+ * key per event only when that span is wide: ids without a time). What happens to an
  * event after (dead-lettered, replaying, delivered by a replay) is a row of `event_changes`,
  * which reads overlay on the units. The listing is in log order: units by id, events by their
  * index in the unit.
@@ -148,11 +164,16 @@ export class EventsRepo {
       failed: u.failed, filtered: u.filtered, created_at: a.created_at, body: await packUnitOffThread(u),
     };
     const postgres = !this.dialect.inProcess;
-    const [inserted] = (await this.db('event_units').insert(postgres ? { ...row, ...keyLookup(a.keys) } : row).returning('id')) as Array<{ id: unknown } | number>;
+    const lookup = keyLookup(a.keys);
+    const [inserted] = (await this.db('event_units').insert(postgres ? { ...row, ...lookup } : row).returning('id')) as Array<{ id: unknown } | number>;
     const unitId = toInt(typeof inserted === 'object' ? inserted.id : inserted);
-    if (!postgres) {
-      for (let k = 0; k < a.keys.length; k += 400) {
-        await this.db('event_keys').insert(a.keys.slice(k, k + 400).map((key) => ({ key, unit_id: unitId }))).onConflict(['key', 'unit_id']).ignore();
+    if (!postgres && lookup.keys === null) {
+      const spans = keySpanCells(lookup.min_key, lookup.max_key).map(([level, cell]) => ({ level, cell, unit_id: unitId, min_key: lookup.min_key, max_key: lookup.max_key }));
+      await this.db('event_key_spans').insert(spans).onConflict(['level', 'cell', 'unit_id']).ignore();
+    } else if (!postgres) {
+      const keys = lookup.keys!;
+      for (let k = 0; k < keys.length; k += 400) {
+        await this.db('event_keys').insert(keys.slice(k, k + 400).map((key) => ({ key, unit_id: unitId }))).onConflict(['key', 'unit_id']).ignore();
       }
     }
     await this.db('event_unit_types')
@@ -189,7 +210,7 @@ export class EventsRepo {
     const key = eventKey(id);
     const units = (
       this.dialect.inProcess
-        ? await this.db('event_keys').join('event_units', 'event_units.id', 'event_keys.unit_id').where({ 'event_keys.key': key, 'event_units.workspace_id': workspaceId }).select('event_units.*').orderBy('event_units.id', 'desc')
+        ? await this.db('event_units').whereRaw(`id IN (${UNITS_BY_KEY_SQLITE})`, unitsByKeyBindings(key)).andWhere('workspace_id', workspaceId).select(UNIT_READ).orderBy('id', 'desc')
         : await this.db('event_units')
             .where('workspace_id', workspaceId)
             // Spelled as the partial indexes are, so each side of the OR is answered by its own.
@@ -412,9 +433,17 @@ export class EventsRepo {
     if (this.dialect.inProcess) {
       // The keys are found from the units' own ids: an index by unit would cost every event a second entry.
       for (const unit of units) {
-        const decoded = new DecodedUnit(unit.body as Buffer);
-        const keys = [...new Set(Array.from({ length: decoded.length }, (_, k) => eventKey(decoded.event(k).id)))];
-        for (let k = 0; k < keys.length; k += 500) await this.db('event_keys').where('unit_id', toInt(unit.id)).whereIn('key', keys.slice(k, k + 500)).delete();
+        const unitId = toInt(unit.id);
+        const all = new DecodedUnit(unit.body as Buffer).ids().map(eventKey);
+        const lookup = keyLookup(all);
+        if (lookup.keys === null) {
+          const cells = keySpanCells(lookup.min_key, lookup.max_key);
+          await this.db('event_key_spans').where({ level: cells[0]![0], unit_id: unitId }).whereIn('cell', cells.map(([, cell]) => cell)).delete();
+          // A unit written before spans (0010) has its keys even so: all of them, or none.
+          if (!(await this.db('event_keys').where({ key: all[0], unit_id: unitId }).first())) continue;
+        }
+        const keys = lookup.keys ?? [...new Set(all)];
+        for (let k = 0; k < keys.length; k += 500) await this.db('event_keys').where('unit_id', unitId).whereIn('key', keys.slice(k, k + 500)).delete();
       }
     }
     await this.db('event_unit_types').where('pipeline_id', pipelineId).whereIn('unit_id', ids).delete();
@@ -517,7 +546,7 @@ export function unitsOf(rows: readonly EventRow[], options: { canonicalTimes?: b
   return groups.map((group) => {
     const head = group[0]!;
     const events: UnitEvent[] = new Array(group.length);
-    const keys = new Set<number>();
+    const keys: number[] = new Array(group.length);
     const changes: AppendedUnit['changes'] = [];
     let created = head.created_at;
     for (let k = 0; k < group.length; k++) {
@@ -525,11 +554,11 @@ export function unitsOf(rows: readonly EventRow[], options: { canonicalTimes?: b
       const occurred = time(r.occurred_at);
       // The row itself when its time is spelled as stored: no copy per event.
       events[k] = occurred === r.occurred_at ? r : { ...r, occurred_at: occurred };
-      keys.add(eventKey(r.id));
+      keys[k] = eventKey(r.id);
       if (r.created_at > created) created = r.created_at;
       if (r.status === 'dead_lettered' || r.status === 'replaying') changes.push({ index: k, row: { ...r, occurred_at: occurred } });
     }
-    return { workspace_id: head.workspace_id, pipeline_id: head.pipeline_id, created_at: created, unit: encodeUnit(events), keys: [...keys], changes };
+    return { workspace_id: head.workspace_id, pipeline_id: head.pipeline_id, created_at: created, unit: encodeUnit(events), keys, changes };
   });
 }
 
@@ -547,7 +576,8 @@ function byPipeline(rows: readonly EventRow[]): EventRow[][] {
 
 /**
  * A batch's unit as steps of a SQLite writer-thread transaction: the unit's row (its body
- * compressed on the thread), its keys, its types, and the change rows of its dead letters.
+ * compressed on the thread), what finds it by an event's key (its span's cells, or each key), its
+ * types, and the change rows of its dead letters.
  */
 export function unitSteps(a: AppendedUnit): WriterStep[] {
   const u = a.unit;
@@ -556,7 +586,7 @@ export function unitSteps(a: AppendedUnit): WriterStep[] {
       ...singleStep(INSERT_UNIT_SQLITE, [a.workspace_id, a.pipeline_id, u.count, u.min_occurred_at, u.max_occurred_at, u.failed, u.filtered, a.created_at, null]),
       pack: { at: 8, blocks: u.blocks, count: u.count, size: BLOCK_EVENTS },
     },
-    { sql: INSERT_KEY_SQLITE, rows: a.keys.length, shared: [null], varying: [0], values: a.keys },
+    keyStep(keyLookup(a.keys)),
     { sql: INSERT_TYPE_SQLITE, rows: u.types.length, shared: [a.pipeline_id, null, null], varying: [1, 2], values: u.types.flatMap((type) => [type, u.inline.get(type) ?? null]) },
   ];
   if (a.changes.length > 0) {
@@ -568,6 +598,13 @@ export function unitSteps(a: AppendedUnit): WriterStep[] {
     steps.push({ sql: INSERT_CHANGE_SQLITE, rows: a.changes.length, shared: new Array<SqlValue>(CHANGE_COLUMNS.length + 1).fill(null), varying: Array.from({ length: CHANGE_COLUMNS.length + 1 }, (_, i) => i), values });
   }
   return steps;
+}
+
+/** How SQLite will find the unit by its events' keys: its span's cells when the span is narrow, else each key. */
+function keyStep(lookup: ReturnType<typeof keyLookup>): WriterStep {
+  if (lookup.keys !== null) return { sql: INSERT_KEY_SQLITE, rows: lookup.keys.length, shared: [null], varying: [0], values: lookup.keys };
+  const cells = keySpanCells(lookup.min_key, lookup.max_key);
+  return { sql: INSERT_SPAN_SQLITE, rows: cells.length, shared: [null, null, lookup.min_key, lookup.max_key], varying: [0, 1], values: cells.flat() };
 }
 
 const DEAD_LETTER_COLUMNS = ['event_id', 'workspace_id', 'pipeline_id', 'stage', 'record', 'replay_requested_at', 'created_at'];
