@@ -63,8 +63,9 @@ export type QueuedCommit = (batch: BatchCommit) => Promise<void>;
  * - Elsewhere (Postgres, SQLite in memory) a batch waits for the one before, then commits in a
  *   transaction on the engine's connection.
  *
- * Either way the batch's events are one unit of the event log (`event-units.ts`): a row, its
- * events' keys, and a change row per dead letter; no statement per event beyond the keys.
+ * Either way the batch's events are one unit of the event log (`event-units.ts`): a row, what
+ * finds it by an event's id (the span of its ids' keys, or each key when they spread wide), and
+ * a change row per dead letter; no statement per event of a stream.
  * A commit refused by its fence is `lease_lost`, and nothing of it is written.
  */
 export class BatchCommits {
