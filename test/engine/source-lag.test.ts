@@ -114,3 +114,46 @@ it('a source\'s reported lag and backfill progress are on the engine and /metric
   expect(engine.backfillProgress().has(pipeline.id)).toBe(false);
   expect(await metrics.render()).not.toContain(`pipeline_id="${pipeline.id}"`);
 });
+
+it("a running backfill's progress is written at most once a second, the latest report each time, and its end at once", async () => {
+  const B4 = 'bfl_01JD0000000000000000000004';
+  let reported = 0;
+  let ended = false;
+  const busySource = defineConnector({
+    type: 'busy',
+    version: '0.0.0',
+    directions: ['source'],
+    configSchema: Type.Object({}),
+    // Reports after every read, as a backfill does after every chunk.
+    source: (ctx) => ({
+      read: async (checkpoint) => {
+        if (ended) ctx.reportBackfill?.(report(B4, 'succeeded', [reported, 0]));
+        else ctx.reportBackfill?.(report(B4, 'running', [++reported, 0]));
+        return { records: [], checkpoint };
+      },
+    }),
+  });
+  const clock = new VirtualClock(undefined, { settleRealMs: 1 });
+  const hub = new MemoryHub({ clock });
+  const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), clock, plugins: [busySource, memoryConnector(hub)], webhookDelivery: false });
+  await engine.start();
+  engines.push(engine);
+  const source = await engine.connectors.create(WS, { type: 'busy', direction: 'source', config: {} });
+  const sink = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
+  const pipeline = await engine.pipelines.create(WS, { name: 'busy', source_connector_id: source.id, destination_connector_id: sink.id, activate: true, flush_interval_ms: 100 });
+  const recorded: number[] = [];
+  const subscription = engine.backfills$(WS, pipeline.id).subscribe((b) => void recorded.push(b.rows_read));
+  // Ten reports a second for three seconds.
+  await eventually(clock, () => reported >= 30, 100);
+  const last = reported;
+  ended = true;
+  await eventually(clock, async () => (await engine.backfills.get(WS, B4)).state === 'succeeded', 100);
+  subscription.unsubscribe();
+  // The first report at once, then one a second (each the latest), then the end: not thirty writes.
+  expect(recorded[0]).toBe(1);
+  expect(recorded.length).toBeGreaterThanOrEqual(3);
+  expect(recorded.length).toBeLessThanOrEqual(6);
+  expect([...recorded].sort((a, b) => a - b)).toEqual(recorded);
+  expect(recorded.at(-1)).toBe(last);
+  expect((await engine.backfills.get(WS, B4)).rows_read).toBe(last);
+});
