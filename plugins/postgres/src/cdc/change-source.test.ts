@@ -1,6 +1,7 @@
 import { ConnectorError, type BackfillReport, type Checkpoint, type PipelineConnectorContext, type JsonObject, type PushSource, type SourceBatch, type SourceRecord } from '@ferry/core';
 import { connectorContext } from '@ferry/testing';
 import { getSharedTestPostgres, startTestPostgres } from '@ferry/test-servers';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postgres, type PostgresConfig } from '../index.js';
@@ -590,6 +591,53 @@ describe('what a deleted pipeline releases', () => {
     const config = { connection_string: url, table: 't', cursor_column: 'id', type: 'x' };
     expect(releaseSettings(config, 'pip_A', cdc('ferry_pip_a'))).toMatchObject({ slot: 'ferry_pip_a', defaultSlot: true, publication: 'ferry_pip_a', defaultPublication: true });
     expect(releaseSettings(config, 'pip_A', cdc('my_slot'))).toMatchObject({ slot: 'my_slot', defaultSlot: false });
+  });
+});
+
+describe('postgres change capture, stopped while its stream connects', () => {
+  it('ends once the connection is made, never streaming, when stopped during the connect', async () => {
+    await admin.query(`CREATE TABLE cdc_connecting (id int PRIMARY KEY)`);
+    // A proxy to the server that holds the stream's replication connection (the second: the
+    // first creates the slot) at its startup until told: the window in which the source is stopped.
+    const target = new URL(url);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let replications = 0;
+    let held = 0;
+    const proxy = createServer((client) => {
+      const upstream = connect(Number(target.port), target.hostname);
+      client.once('data', (first) => {
+        const forward = () => {
+          upstream.write(first);
+          client.pipe(upstream);
+          upstream.pipe(client);
+        };
+        // The startup message names its parameters: a walsender's has `replication`.
+        if (first.includes('replication\0') && ++replications === 2) {
+          held++;
+          void released.then(forward);
+        } else forward();
+      });
+      client.on('error', () => upstream.destroy());
+      upstream.on('error', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const proxied = new URL(url);
+      proxied.port = String((proxy.address() as AddressInfo).port);
+      const id = pipeline();
+      const c = consume(open({ connection_string: proxied.toString(), tables: ['cdc_connecting'], snapshot: 'never' }, id));
+      await waitFor(async () => held === 1);
+      const stopped = c.stop();
+      release();
+      // Without the check after the connect, the stream would run on and this would never resolve.
+      await stopped;
+      await admin.query(`INSERT INTO cdc_connecting VALUES (1)`);
+      expect(c.records).toEqual([]);
+      await waitFor(async () => (await admin.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND NOT active`, [`ferry_${id}`])).rows.length > 0);
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 });
 
