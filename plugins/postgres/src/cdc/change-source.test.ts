@@ -246,6 +246,28 @@ describe('postgres change capture', () => {
     expect(update.metadata.unchanged_columns).toEqual(['big']);
   });
 
+  it("a transaction's changes of a table share one metadata object; one that adds to it has its own", async () => {
+    await admin.query(`CREATE TABLE cdc_meta (id int PRIMARY KEY, big text, n int)`);
+    await admin.query(`CREATE TABLE cdc_meta_other (id int PRIMARY KEY)`);
+    await admin.query(`INSERT INTO cdc_meta SELECT 9, string_agg(md5(g::text), ''), 0 FROM generate_series(1, 400) g`);
+    const id = pipeline();
+    const c = consume(open({ tables: ['cdc_meta', 'cdc_meta_other'], snapshot: 'never' }, id));
+    await waitForSlot(`ferry_${id}`);
+    await admin.query(`BEGIN; INSERT INTO cdc_meta VALUES (1, 'a', 1), (2, 'b', 2); INSERT INTO cdc_meta_other VALUES (1); UPDATE cdc_meta SET n = 1 WHERE id = 9; DELETE FROM cdc_meta WHERE id = 1; COMMIT`);
+    await admin.query(`INSERT INTO cdc_meta VALUES (3, 'c', 3)`);
+    await c.until(6);
+    const [first, second, other, toasted, deleted, later] = c.records.map(payload);
+    expect(second!.metadata).toBe(first!.metadata);
+    expect(deleted!.metadata).toBe(first!.metadata);
+    expect(other!.metadata).not.toBe(first!.metadata);
+    expect(other!.metadata).toMatchObject({ table: 'cdc_meta_other', commit_lsn: first!.metadata.commit_lsn });
+    // Its unchanged TOASTed column is named in its own metadata, not in the shared one.
+    expect(toasted!.metadata).toMatchObject({ table: 'cdc_meta', unchanged_columns: ['big'] });
+    expect(first!.metadata).not.toHaveProperty('unchanged_columns');
+    expect(later!.metadata).not.toBe(first!.metadata);
+    expect(later!.metadata.commit_lsn).not.toBe(first!.metadata.commit_lsn);
+  });
+
   it('a truncate is one event per table; a column added while streaming appears in later rows', async () => {
     await admin.query(`CREATE TABLE cdc_shape (id int PRIMARY KEY)`);
     const id = pipeline();

@@ -124,6 +124,8 @@ interface OpenTransaction {
   index: number;
   /** Changes already delivered before a restart: skipped. */
   skip: number;
+  /** The `metadata` of each relation's changes that add nothing to it, made once per transaction. */
+  metadata: Map<number, JsonObject>;
 }
 
 /** What {@link changeSource} needs besides its settings. */
@@ -542,8 +544,14 @@ async function streamChanges(
     const open = txn!;
     const index = ++open.index;
     if (index <= open.skip) return;
-    const metadata: JsonObject = { schema: info.relation.schema, table: info.relation.table, commit_lsn: open.lsn, commit_time: open.commitTime };
-    if (extra !== undefined) Object.assign(metadata, extra);
+    let metadata = extra === undefined ? open.metadata.get(info.relation.oid) : undefined;
+    if (metadata === undefined) {
+      metadata = { schema: info.relation.schema, table: info.relation.table, commit_lsn: open.lsn, commit_time: open.commitTime };
+      if (extra !== undefined) Object.assign(metadata, extra);
+      // One object for the transaction's changes of the table, as a backfill chunk's rows share
+      // theirs: no step or destination changes a payload in place.
+      else open.metadata.set(info.relation.oid, metadata);
+    }
     const payload: JsonObject = old === undefined ? { action, record, metadata } : { action, record, old, metadata };
     pending.push({ record: { position: `${open.key}:${index}`, type: settings.type ?? info.types[action], occurredAt: open.commitIso, payload }, txn: open.final, index });
     pendingRecords++;
@@ -609,7 +617,10 @@ async function streamChanges(
       case 'begin': {
         const skipAll = message.finalLsn < start.lsn;
         const skip = skipAll ? Number.MAX_SAFE_INTEGER : start.txn === message.finalLsn ? (start.index ?? 0) : 0;
-        txn = { final: message.finalLsn, key: lsnKey(message.finalLsn), lsn: formatLsn(message.finalLsn), commitTime: isoMicros(message.commitTimeMicros), commitIso: new Date(postgresMicrosToMillis(message.commitTimeMicros)).toISOString(), index: 0, skip };
+        txn = {
+          final: message.finalLsn, key: lsnKey(message.finalLsn), lsn: formatLsn(message.finalLsn), commitTime: isoMicros(message.commitTimeMicros),
+          commitIso: new Date(postgresMicrosToMillis(message.commitTimeMicros)).toISOString(), index: 0, skip, metadata: new Map(),
+        };
         return;
       }
       case 'commit':
@@ -666,9 +677,9 @@ async function streamChanges(
         } else if (message.tag === 'update') {
           const unchanged: string[] = [];
           const record = recordOf(info, message.new, false, message.old, unchanged);
-          const extra: JsonObject = {};
-          if (unchanged.length > 0) extra.unchanged_columns = unchanged;
-          if (message.key) extra.old_key = recordOf(info, message.key, true);
+          let extra: JsonObject | undefined;
+          if (unchanged.length > 0) (extra ??= {}).unchanged_columns = unchanged;
+          if (message.key) (extra ??= {}).old_key = recordOf(info, message.key, true);
           push(info, 'update', record, message.old ? recordOf(info, message.old, false) : undefined, extra);
         } else {
           const full = message.old !== undefined;
