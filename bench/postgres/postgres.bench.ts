@@ -10,8 +10,7 @@
  *    id as long as the engine's (`evt_` and 26 characters), the type `row.copied`, `created_at`
  *    as occurred_at and the row as a jsonb object (with the source connector's text forms: int8
  *    as a string, timestamptz as ISO; stderr shows one row of each case). Timed to the
- *    COPY FROM's end, i.e. committed. Measured again before each engine case; each engine case's
- *    ratio is against the copy just before it.
+ *    COPY FROM's end, i.e. committed.
  *  - `pipeline (engine on postgres|sqlite)`: events/s of a streaming pipeline (@ferry/postgres
  *    source on `source_rows`, cursor `id`, `occurred_at_column` created_at, batches of
  *    BENCH_POSTGRES_BATCH, default 1,000; @ferry/postgres destination into an empty `landed`),
@@ -24,7 +23,13 @@
  *    BENCH_POSTGRES_DEADLINE_S seconds (default 900) fails. stderr shows the CPU the engine's
  *    process and the Postgres server's processes used per row, and how busy the engine's event loop
  *    was (per row, and as a share of the time: near 100 % it is the engine's main thread that sets the pace).
- * Each case starts from an empty `landed`, truncated and vacuumed in between. The engine runs in
+ * After an untimed copy and an untimed engine run (warm-up), each engine case runs in
+ * BENCH_POSTGRES_REPEAT turns (default 3), each turn a bare copy then the engine, on an engine
+ * storage of its own: the machine's speed drifts by a third within minutes, and a ratio against
+ * one copy measured once moved by a fifth from run to run. Each case emits the median of its
+ * copies (`bare: copy (before <case>), median of N`) and the median of its turns, with the
+ * copies' median as its baseline; stderr has every turn's figures and ratio.
+ * Each turn starts from an empty `landed`, truncated and vacuumed in between. The engine runs in
  * this process on the system clock; the data and the copy are in the Postgres server's processes.
  * `transforms` is the engine on SQLite again, with three steps (a filter every row passes, a
  * rename, a hash of the renamed field). `batch<N>` is the engine on SQLite with batches of N
@@ -48,6 +53,7 @@ import { serverCpuSeconds } from '../server-cpu.js';
 const ROWS = Number(process.env.BENCH_POSTGRES_ROWS ?? 1_000_000);
 const BATCH = Number(process.env.BENCH_POSTGRES_BATCH ?? 1000);
 const DEADLINE_MS = Number(process.env.BENCH_POSTGRES_DEADLINE_S ?? 900) * 1000;
+const REPEAT = Math.max(1, Number(process.env.BENCH_POSTGRES_REPEAT ?? 3));
 const CASES = (process.env.BENCH_POSTGRES_CASES ?? 'postgres,sqlite,transforms,batch100,batch5000').split(',').filter(Boolean);
 /** The `transforms` case's steps: a filter every row passes, a rename, and a hash of the renamed field. */
 const TRANSFORMS: TransformStep[] = [
@@ -106,8 +112,8 @@ async function bareCopy(dataUrl: string, admin: pg.Pool): Promise<number> {
   }
 }
 
-/** One engine case: a streaming pipeline source_rows -> landed, timed until every row is there. */
-async function engineCase(name: string, storage: StorageConfig, dataUrl: string, admin: pg.Pool, baseline: number, transforms: TransformStep[] = [], batch = BATCH): Promise<void> {
+/** One turn of an engine case: a streaming pipeline source_rows -> landed, timed until every row is there; resolves with its rows/s. */
+async function engineCase(name: string, storage: StorageConfig, dataUrl: string, admin: pg.Pool, transforms: TransformStep[] = [], batch = BATCH): Promise<number> {
   await emptyLanded(admin);
   const engine = await createEngine({ storage, secretKey: generateSecretKey(), plugins: [postgres()], webhookDelivery: false, outboundAllow: ['127.0.0.1', 'localhost'] });
   await engine.start();
@@ -169,10 +175,17 @@ async function engineCase(name: string, storage: StorageConfig, dataUrl: string,
         `${((server * 100) / seconds).toFixed(0)} % of a core; rss ${(process.memoryUsage().rss / 1e6).toFixed(0)} MB`,
     );
     await sample(admin, name);
-    emit('postgres', `pipeline (${name})`, ROWS / seconds, 'events/s', baseline);
+    return ROWS / seconds;
   } finally {
     await engine.stop();
   }
+}
+
+/** The middle value (the mean of the two middle ones for an even count). */
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 let server: TestPostgres | undefined;
@@ -190,31 +203,44 @@ try {
   await admin.query('VACUUM ANALYZE source_rows');
   log(`${ROWS} source rows, batches of ${BATCH}`);
 
-  // Warm-up: the server's caches and the client's code paths; not reported.
+  // Warm-up: the server's caches and the client's code paths, the copy's and the engine's (its
+  // first turn ran at three quarters of the later ones); not reported.
   await bareCopy(dataUrl, admin);
-  let baseline = await bareCopy(dataUrl, admin);
-  emit('postgres', 'bare: copy', baseline, 'rows/s');
+  const warm = mkdtempSync('/dev/shm/ferry-bench-postgres-');
+  shmDirs.push(warm);
+  await engineCase('warm-up', sqliteStorage({ filename: join(warm, 'ferry.db') }), dataUrl, admin);
 
   for (const kase of CASES) {
-    if (kase === 'postgres') {
-      await engineCase('engine on postgres', postgresStorage({ connectionString: await server.createDatabase('bench_postgres_engine') }), dataUrl, admin, baseline);
-    } else if (kase === 'sqlite' || kase === 'transforms' || /^batch\d+$/.test(kase)) {
+    const sqlite = () => {
       const dir = mkdtempSync('/dev/shm/ferry-bench-postgres-');
       shmDirs.push(dir);
-      const storage = sqliteStorage({ filename: join(dir, 'ferry.db') });
-      if (kase === 'sqlite') await engineCase('engine on sqlite', storage, dataUrl, admin, baseline);
-      else if (kase === 'transforms') await engineCase('engine on sqlite, filter + rename + mask', storage, dataUrl, admin, baseline, TRANSFORMS);
-      else {
-        const batch = Number(kase.slice('batch'.length));
-        await engineCase(`engine on sqlite, batches of ${batch}`, storage, dataUrl, admin, baseline, [], batch);
-      }
+      return sqliteStorage({ filename: join(dir, 'ferry.db') });
+    };
+    let name: string;
+    let turn: (storage: StorageConfig) => Promise<number>;
+    let storageOf: (k: number) => Promise<StorageConfig>;
+    if (kase === 'postgres') {
+      name = 'engine on postgres';
+      turn = (storage) => engineCase(name, storage, dataUrl, admin!);
+      storageOf = async (k) => postgresStorage({ connectionString: await server!.createDatabase(`bench_postgres_engine_${k}`) });
+    } else if (kase === 'sqlite' || kase === 'transforms' || /^batch\d+$/.test(kase)) {
+      const batch = kase.startsWith('batch') ? Number(kase.slice('batch'.length)) : BATCH;
+      name = kase === 'sqlite' ? 'engine on sqlite' : kase === 'transforms' ? 'engine on sqlite, filter + rename + mask' : `engine on sqlite, batches of ${batch}`;
+      turn = (storage) => engineCase(name, storage, dataUrl, admin!, kase === 'transforms' ? TRANSFORMS : [], batch);
+      storageOf = async () => sqlite();
     } else {
       throw new Error(`unknown BENCH_POSTGRES_CASES entry ${kase}`);
     }
-    if (kase !== CASES.at(-1)) {
-      baseline = await bareCopy(dataUrl, admin);
-      emit('postgres', 'bare: copy', baseline, 'rows/s');
+    const bares: number[] = [];
+    const rates: number[] = [];
+    for (let k = 0; k < REPEAT; k++) {
+      bares.push(await bareCopy(dataUrl, admin));
+      rates.push(await turn(await storageOf(k)));
+      log(`${name}, turn ${k + 1}: bare copy ${bares[k]!.toFixed(0)} rows/s, engine ${rates[k]!.toFixed(0)} rows/s, ratio ${(rates[k]! / bares[k]!).toFixed(3)}`);
     }
+    const suffix = REPEAT > 1 ? `, median of ${REPEAT}` : '';
+    emit('postgres', `bare: copy (before ${name})${suffix}`, median(bares), 'rows/s');
+    emit('postgres', `pipeline (${name})${suffix}`, median(rates), 'events/s', median(bares));
   }
 } finally {
   await admin?.end();
