@@ -38,6 +38,42 @@ describe('encodeUnit', () => {
   });
 });
 
+describe('DecodedUnit.indexOf', () => {
+  it("decodes only the block whose range of ids holds the id, and every block of a unit written without ranges", () => {
+    // Ids out of order within the unit, as a replay's or a merge's may be.
+    const shuffled = events(500).map((e, k) => ({ ...e, id: `evt_${String((k * 7) % 500).padStart(26, '0')}` }));
+    const unit = encodeUnit(shuffled);
+    expect(unit.ranges).toHaveLength(4);
+    for (const [b, [least, greatest]] of unit.ranges.entries()) {
+      const ids = shuffled.slice(b * 128, (b + 1) * 128).map((e) => e.id).sort();
+      expect([least, greatest]).toEqual([ids[0], ids.at(-1)]);
+    }
+    const packed = compressUnit(unit);
+    const decoded = new DecodedUnit(packed);
+    for (const k of [0, 129, 300, 499]) expect(decoded.indexOf(shuffled[k]!.id)).toBe(k);
+    expect(decoded.indexOf('evt_99999999999999999999999999')).toBe(-1);
+    expect(decoded.indexOf('evt_')).toBe(-1);
+    // A block whose range does not hold the id is never inflated: with garbage in place of
+    // every block but the third, an id of the third is still found, where a unit written before
+    // ranges were kept looks through the blocks in order and meets the garbage.
+    const ordered = encodeUnit(events(400));
+    const spoiled = (body: Buffer) => {
+      const headerLength = body.readUInt32LE(0);
+      const lengths = (JSON.parse(body.toString('utf8', 4, 4 + headerLength)) as { b: number[] }).b;
+      let at = 4 + headerLength;
+      lengths.forEach((length, b) => {
+        if (b !== 2) body.fill(0xff, at, at + length);
+        at += length;
+      });
+      return body;
+    };
+    expect(new DecodedUnit(spoiled(compressUnit(ordered))).indexOf(events(400)[300]!.id)).toBe(300);
+    const unranged = compressUnit({ blocks: ordered.blocks, count: ordered.count });
+    expect(new DecodedUnit(unranged).indexOf(events(400)[399]!.id)).toBe(399);
+    expect(() => new DecodedUnit(spoiled(Buffer.from(unranged))).indexOf(events(400)[300]!.id)).toThrow();
+  });
+});
+
 describe('eventKey', () => {
   it('reads a ULID id by its first 11 characters, exactly as the pattern it was defined by decides, and anything else by its hash', () => {
     const ulid = /^evt_[0-7][0-9A-HJKMNP-TV-Z]{25}$/;

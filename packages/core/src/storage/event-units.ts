@@ -71,6 +71,8 @@ export const BLOCK_EVENTS = 128;
 /** A unit ready to write: its summary, and its body as JSON blocks of {@link BLOCK_EVENTS} events (compressed by whoever writes it). */
 export interface EncodedUnit extends UnitSummary {
   blocks: string[];
+  /** Each block's least and greatest event id: what finds an id's block without decoding the others. */
+  ranges: Array<[string, string]>;
 }
 
 /** Encodes a pipeline's batch of events (times already canonical) as a unit. */
@@ -111,8 +113,20 @@ export function encodeUnit(events: readonly UnitEvent[]): EncodedUnit {
     }
   }
   const blocks: string[] = [];
-  for (let from = 0; from < n; from += BLOCK_EVENTS) blocks.push(encodeBlock(events, from, Math.min(n, from + BLOCK_EVENTS)));
-  return { blocks, count: n, min_occurred_at: min, max_occurred_at: max, failed, filtered, types, inline };
+  const ranges: Array<[string, string]> = [];
+  for (let from = 0; from < n; from += BLOCK_EVENTS) {
+    const to = Math.min(n, from + BLOCK_EVENTS);
+    blocks.push(encodeBlock(events, from, to));
+    let least = events[from]!.id;
+    let greatest = least;
+    for (let k = from + 1; k < to; k++) {
+      const id = events[k]!.id;
+      if (id < least) least = id;
+      else if (id > greatest) greatest = id;
+    }
+    ranges.push([least, greatest]);
+  }
+  return { blocks, ranges, count: n, min_occurred_at: min, max_occurred_at: max, failed, filtered, types, inline };
 }
 
 /** The events `from` to `to` (excluded) as one block: columns, indexes local to the block. */
@@ -175,6 +189,7 @@ export class DecodedUnit {
   private readonly offsets: number[];
   private readonly size: number;
   private readonly blocks: Array<UnitBody | undefined>;
+  private readonly ranges: Array<[string, string]> | undefined;
   /** How many events the unit holds. */
   readonly length: number;
 
@@ -189,6 +204,7 @@ export class DecodedUnit {
     this.offsets = [4 + headerLength];
     for (const l of header.b) this.offsets.push(this.offsets[this.offsets.length - 1]! + l);
     this.blocks = new Array(header.b.length);
+    this.ranges = header.r;
   }
 
   private block(k: number): [UnitBody, number] {
@@ -201,9 +217,11 @@ export class DecodedUnit {
     return [body, k - b * this.size];
   }
 
-  /** The index of the event `id`, or -1. */
+  /** The index of the event `id`, or -1. Only a block whose range of ids holds `id` is decoded (all, in a unit without ranges). */
   indexOf(id: string): number {
     for (let b = 0; b < this.blocks.length; b++) {
+      const range = this.ranges?.[b];
+      if (range !== undefined && (id < range[0] || id > range[1])) continue;
       const [body] = this.block(b * this.size);
       const at = body.i.indexOf(id);
       if (at >= 0) return b * this.size + at;
@@ -250,6 +268,8 @@ export class DecodedUnit {
 /** A unit body's header: version, events, events per block, and each block's compressed length. */
 interface UnitHeader {
   v: 2;
+  /** Each block's least and greatest event id (absent in units written before they were kept). */
+  r?: Array<[string, string]>;
   n: number;
   s: number;
   b: number[];
@@ -260,20 +280,23 @@ interface UnitHeader {
  * compressed with raw deflate (level 1: fast, and most of the gain). `sqlite-writer-thread.ts`
  * packs the same way on its thread.
  */
-export function packUnit(compressed: readonly Buffer[], count: number): Buffer {
-  const header = Buffer.from(JSON.stringify({ v: 2, n: count, s: BLOCK_EVENTS, b: compressed.map((c) => c.length) } satisfies UnitHeader));
+export function packUnit(compressed: readonly Buffer[], count: number, ranges?: Array<[string, string]>): Buffer {
+  const header = Buffer.from(JSON.stringify({ v: 2, n: count, s: BLOCK_EVENTS, b: compressed.map((c) => c.length), ...(ranges ? { r: ranges } : {}) } satisfies UnitHeader));
   const head = Buffer.alloc(4);
   head.writeUInt32LE(header.length, 0);
   return Buffer.concat([head, header, ...compressed]);
 }
 
+/** What packing a unit needs of it: its blocks, its count, and (when known) its blocks' ranges of ids. */
+export type PackableUnit = Pick<EncodedUnit, 'blocks' | 'count'> & Partial<Pick<EncodedUnit, 'ranges'>>;
+
 /** A unit's body compressed and packed for storage, on the calling thread. */
-export function compressUnit(unit: Pick<EncodedUnit, 'blocks' | 'count'>): Buffer {
-  return packUnit(unit.blocks.map((b) => deflateRawSync(b, { level: 1 })), unit.count);
+export function compressUnit(unit: PackableUnit): Buffer {
+  return packUnit(unit.blocks.map((b) => deflateRawSync(b, { level: 1 })), unit.count, unit.ranges);
 }
 
 /**
- * {@link packUnit} of a unit's blocks (`{ blocks, count, size }`) as plain CommonJS, for the
+ * {@link packUnit} of a unit's blocks (`{ blocks, count, size, ranges? }`) as plain CommonJS, for the
  * threads that pack on their own core (`unit-packer.ts`, `sqlite-writer-thread.ts`): the same
  * bytes, which `unit-packer.test.ts` checks.
  */
@@ -281,7 +304,7 @@ export const PACK_UNIT_SOURCE = `
 const { deflateRawSync } = require('node:zlib');
 function packUnit(pack) {
   const parts = pack.blocks.map((block) => deflateRawSync(block, { level: 1 }));
-  const header = Buffer.from(JSON.stringify({ v: 2, n: pack.count, s: pack.size, b: parts.map((part) => part.length) }));
+  const header = Buffer.from(JSON.stringify(pack.ranges ? { v: 2, n: pack.count, s: pack.size, b: parts.map((part) => part.length), r: pack.ranges } : { v: 2, n: pack.count, s: pack.size, b: parts.map((part) => part.length) }));
   const head = Buffer.alloc(4);
   head.writeUInt32LE(header.length, 0);
   return Buffer.concat([head, header, ...parts]);

@@ -113,6 +113,10 @@ describe('SqliteWriterThread', () => {
     expect((await storage.knex('event_keys').count({ n: '*' }))[0]!.n).toBe(4 + 300);
     expect((await storage.knex('event_key_spans').where('unit_id', 4).count({ n: '*' }))[0]!.n).toBeGreaterThan(0);
     for (const k of [0, 150, 199]) expect(await storage.repos.events.get("o'brien", streamed[k]!.id)).toMatchObject({ payload: { n: 2000 + k }, log: { unit: 4, index: k } });
+    // Packed on the thread with each block's range of ids, which a lookup reads before any block.
+    const stored = ((await storage.knex('event_units').where('id', 4).first()) as { body: Buffer }).body;
+    const header = JSON.parse(stored.toString('utf8', 4, 4 + stored.readUInt32LE(0))) as { r: string[][] };
+    expect(header.r).toEqual([[streamed[0]!.id, streamed[127]!.id], [streamed[128]!.id, streamed[199]!.id]]);
   });
 
   it('runs a chain in order: one sent ahead of a failed one waits for it to commit, or fails with it', async () => {

@@ -31,7 +31,7 @@ export interface WriterStep {
    * An event-log unit's body, bound at `at` once the thread has compressed and packed its blocks
    * as `event-units.ts` (`packUnit`) does: on the thread's core rather than the engine's.
    */
-  pack?: { at: number; blocks: readonly string[]; count: number; size: number };
+  pack?: { at: number; blocks: readonly string[]; count: number; size: number; ranges?: Array<[string, string]> };
 }
 
 /** A step run once, with these parameters. */

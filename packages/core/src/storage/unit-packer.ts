@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { BLOCK_EVENTS, compressUnit, PACK_UNIT_SOURCE, type EncodedUnit } from './event-units.js';
+import { BLOCK_EVENTS, compressUnit, PACK_UNIT_SOURCE, type PackableUnit } from './event-units.js';
 
 /**
  * The thread's code, plain CommonJS run with `eval` (as the SQLite writer thread's, for the same
@@ -34,16 +34,16 @@ parentPort.on('message', (message) => {
  */
 class UnitPacker {
   private worker: Worker | undefined;
-  private readonly pending = new Map<number, { unit: Pick<EncodedUnit, 'blocks' | 'count'>; resolve: (body: Buffer) => void }>();
+  private readonly pending = new Map<number, { unit: PackableUnit; resolve: (body: Buffer) => void }>();
   private nextId = 0;
 
-  pack(unit: Pick<EncodedUnit, 'blocks' | 'count'>): Promise<Buffer> {
+  pack(unit: PackableUnit): Promise<Buffer> {
     const worker = this.thread();
     const id = this.nextId++;
     return new Promise((resolve) => {
       this.pending.set(id, { unit, resolve });
       worker.ref();
-      worker.postMessage({ id, blocks: unit.blocks, count: unit.count, size: BLOCK_EVENTS });
+      worker.postMessage({ id, blocks: unit.blocks, count: unit.count, size: BLOCK_EVENTS, ranges: unit.ranges });
     });
   }
 
@@ -75,6 +75,6 @@ class UnitPacker {
 const packer = new UnitPacker();
 
 /** {@link compressUnit}, on the process's packing thread: the engine's event loop goes on meanwhile. */
-export function packUnitOffThread(unit: Pick<EncodedUnit, 'blocks' | 'count'>): Promise<Buffer> {
+export function packUnitOffThread(unit: PackableUnit): Promise<Buffer> {
   return packer.pack(unit);
 }

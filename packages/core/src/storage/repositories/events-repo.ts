@@ -584,7 +584,7 @@ export function unitSteps(a: AppendedUnit): WriterStep[] {
   const steps: WriterStep[] = [
     {
       ...singleStep(INSERT_UNIT_SQLITE, [a.workspace_id, a.pipeline_id, u.count, u.min_occurred_at, u.max_occurred_at, u.failed, u.filtered, a.created_at, null]),
-      pack: { at: 8, blocks: u.blocks, count: u.count, size: BLOCK_EVENTS },
+      pack: { at: 8, blocks: u.blocks, count: u.count, size: BLOCK_EVENTS, ranges: u.ranges },
     },
     keyStep(keyLookup(a.keys)),
     { sql: INSERT_TYPE_SQLITE, rows: u.types.length, shared: [a.pipeline_id, null, null], varying: [1, 2], values: u.types.flatMap((type) => [type, u.inline.get(type) ?? null]) },
