@@ -2,6 +2,7 @@ import { getSharedTestPostgres } from '@ferry/test-servers';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientConfig } from './connection.js';
+import { columnConverter } from './column-values.js';
 import { createConnectorOutbound } from '@ferry/core/internal';
 
 // Values as a real server writes them, read through the plugin's connection settings and
@@ -72,3 +73,40 @@ describe('column values', () => {
     expect(await one(`ARRAY[true, false]`)).toEqual([true, false]);
   });
 });
+
+describe('timestamp text', () => {
+  // The rule as it was first written, one regular expression: the converters must agree with it
+  // on every text, the server's usual forms and everything else.
+  const PATTERN = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)(?:([+-]\d{2})(?::(\d{2}))?(?::(\d{2}))?)?$/;
+  const reference = (zoned: boolean) => (text: string) => {
+    const m = PATTERN.exec(text);
+    if (!zoned) return m && m[3] === undefined ? `${m[1]}T${m[2]}` : text;
+    if (!m || m[3] === undefined || m[5] !== undefined) return text;
+    const offset = m[3] === '+00' && (m[4] === undefined || m[4] === '00') ? 'Z' : `${m[3]}:${m[4] ?? '00'}`;
+    return `${m[1]}T${m[2]}${offset}`;
+  };
+
+  it('is converted as the regular expression it was defined by converts it, whatever the text', () => {
+    const random = seeded(7);
+    const pieces = ['2026-11-26', ' ', '10:00:00', '.', '123456', '1234567', '5', '+00', '+02', '-05:30', '+00:00', '+05:30:15', ' BC', 'T', 'x', '', '2026-1-26', '99:99:99', '10:00', 'infinity', '-infinity', '0044-03-15', '10000-01-01'];
+    const texts = ['2026-11-26 10:00:00+00', '2026-11-26 10:00:00.123456+00', '2026-11-26 10:00:00.5', '2026-11-26 10:00:00', '2026-11-26 10:00:00.+00', '2026-11-26 10:00:00.1234567+00', '2026-11-26 10:00:0', ''];
+    for (let i = 0; i < 20_000; i++) texts.push(Array.from({ length: 1 + Math.floor(random() * 6) }, () => pieces[Math.floor(random() * pieces.length)]).join(''));
+    for (const [oid, zoned] of [[1184, true], [1114, false]] as const) {
+      const convert = columnConverter(oid);
+      const expected = reference(zoned);
+      for (const text of texts) expect(convert(text), `${oid}: ${text}`).toBe(expected(text));
+    }
+  });
+});
+
+/** A small deterministic generator (mulberry32). */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -126,8 +126,36 @@ function unescapeBytea(text: string): string {
 
 const TIMESTAMP = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)(?:([+-]\d{2})(?::(\d{2}))?(?::(\d{2}))?)?$/;
 
+/**
+ * The length of the date and time at the start of `text` when it has the server's usual form,
+ * `YYYY-MM-DD HH:MM:SS` with an optional fraction of 1 to 6 digits, checked character by
+ * character: 19 to 26, or 0 when it has not. Every value of a timestamp column goes through
+ * here, and the regular expression's match (an array and five strings) was most of the cost.
+ */
+function plainDateTime(text: string): number {
+  if (text.length < 19) return 0;
+  for (let k = 0; k < 19; k++) {
+    const c = text.charCodeAt(k);
+    const expected = SHAPE.charCodeAt(k);
+    if (expected === DIGIT_MARK ? c < 48 || c > 57 : c !== expected) return 0;
+  }
+  if (text.charCodeAt(19) !== 46 /* . */) return 19;
+  let end = 20;
+  while (end < 26 && text.charCodeAt(end) >= 48 && text.charCodeAt(end) <= 57) end++;
+  return end > 20 ? end : 0;
+}
+
+/** What {@link plainDateTime} checks: `9` a digit, anything else itself. */
+const SHAPE = '9999-99-99 99:99:99';
+const DIGIT_MARK = 57;
+
 /** `2026-11-26 10:00:00.123456+00` as `2026-11-26T10:00:00.123456Z` (other offsets kept as `+05:30`). */
 function timestamptzToIso(text: string): string {
+  // The server's output in UTC: the same as below, without a match.
+  const at = plainDateTime(text);
+  if (at > 0 && text.length === at + 3 && text.charCodeAt(at) === 43 /* + */ && text.charCodeAt(at + 1) === 48 && text.charCodeAt(at + 2) === 48) {
+    return `${text.slice(0, 10)}T${text.slice(11, at)}Z`;
+  }
   const m = TIMESTAMP.exec(text);
   if (!m || m[3] === undefined || m[5] !== undefined) return text;
   const offset = m[3] === '+00' && (m[4] === undefined || m[4] === '00') ? 'Z' : `${m[3]}:${m[4] ?? '00'}`;
@@ -136,6 +164,8 @@ function timestamptzToIso(text: string): string {
 
 /** `2026-11-26 10:00:00.123456` as `2026-11-26T10:00:00.123456`: it has no zone, none is invented. */
 function timestampToIso(text: string): string {
+  const at = plainDateTime(text);
+  if (at > 0 && at === text.length) return `${text.slice(0, 10)}T${text.slice(11)}`;
   const m = TIMESTAMP.exec(text);
   return m && m[3] === undefined ? `${m[1]}T${m[2]}` : text;
 }
