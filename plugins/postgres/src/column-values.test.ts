@@ -87,10 +87,16 @@ describe('timestamp text', () => {
   };
 
   it('is converted as the regular expression it was defined by converts it, whatever the text', () => {
-    const random = seeded(7);
-    const pieces = ['2026-11-26', ' ', '10:00:00', '.', '123456', '1234567', '5', '+00', '+02', '-05:30', '+00:00', '+05:30:15', ' BC', 'T', 'x', '', '2026-1-26', '99:99:99', '10:00', 'infinity', '-infinity', '0044-03-15', '10000-01-01'];
+    const pieces = ['2026-11-26', ' ', '10:00:00', '.', '123456', '1234567', '5', '+00', '+02', '-05:30', '+00:00', '+05:30:15', ' BC', 'T', 'x', '', '2026-1-26', '99:99:99', '10:00', 'infinity', '-infinity', '0044-03-15', '10000-01-01', '2026-11-26 10:00:00', '.123456', '.5', '.1234567', '.'];
     const texts = ['2026-11-26 10:00:00+00', '2026-11-26 10:00:00.123456+00', '2026-11-26 10:00:00.5', '2026-11-26 10:00:00', '2026-11-26 10:00:00.+00', '2026-11-26 10:00:00.1234567+00', '2026-11-26 10:00:0', ''];
-    for (let i = 0; i < 20_000; i++) texts.push(Array.from({ length: 1 + Math.floor(random() * 6) }, () => pieces[Math.floor(random() * pieces.length)]).join(''));
+    // Every sequence of up to three pieces: 22,764 texts.
+    for (const a of pieces) {
+      texts.push(a);
+      for (const b of pieces) {
+        texts.push(a + b);
+        for (const c of pieces) texts.push(a + b + c);
+      }
+    }
     for (const [oid, zoned] of [[1184, true], [1114, false]] as const) {
       const convert = columnConverter(oid);
       const expected = reference(zoned);
@@ -98,15 +104,3 @@ describe('timestamp text', () => {
     }
   });
 });
-
-/** A small deterministic generator (mulberry32). */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
