@@ -40,15 +40,20 @@ const laggingSource = defineConnector({
   },
 });
 
-it('a source\'s reported lag and backfill progress are on the engine and /metrics while it is open, and its backfills recorded', async () => {
+/** An engine on SQLite in memory streaming from a source of type `plugin` to a memory sink, on a virtual clock. */
+async function streamingFrom(plugin: typeof laggingSource, flushIntervalMs: number) {
   const clock = new VirtualClock(undefined, { settleRealMs: 1 });
-  const hub = new MemoryHub({ clock });
-  const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), clock, plugins: [laggingSource, memoryConnector(hub)], webhookDelivery: false });
+  const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), clock, plugins: [plugin, memoryConnector(new MemoryHub({ clock }))], webhookDelivery: false });
   await engine.start();
   engines.push(engine);
-  const source = await engine.connectors.create(WS, { type: 'lagging', direction: 'source', config: {} });
+  const source = await engine.connectors.create(WS, { type: plugin.type, direction: 'source', config: {} });
   const sink = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
-  const pipeline = await engine.pipelines.create(WS, { name: 'lag', source_connector_id: source.id, destination_connector_id: sink.id, activate: true, flush_interval_ms: 1000 });
+  const pipeline = await engine.pipelines.create(WS, { name: plugin.type, source_connector_id: source.id, destination_connector_id: sink.id, activate: true, flush_interval_ms: flushIntervalMs });
+  return { clock, engine, pipeline };
+}
+
+it('a source\'s reported lag and backfill progress are on the engine and /metrics while it is open, and its backfills recorded', async () => {
+  const { clock, engine, pipeline } = await streamingFrom(laggingSource, 1000);
   const metrics = createMetrics(engine);
   const events: PlatformEvent[] = [];
   engine.on('*', (event) => void events.push(event));
@@ -133,14 +138,7 @@ it("a running backfill's progress is written at most once a second, the latest r
       },
     }),
   });
-  const clock = new VirtualClock(undefined, { settleRealMs: 1 });
-  const hub = new MemoryHub({ clock });
-  const engine = await createEngine({ storage: sqliteStorage({ filename: ':memory:' }), clock, plugins: [busySource, memoryConnector(hub)], webhookDelivery: false });
-  await engine.start();
-  engines.push(engine);
-  const source = await engine.connectors.create(WS, { type: 'busy', direction: 'source', config: {} });
-  const sink = await engine.connectors.create(WS, { type: 'memory', direction: 'destination', config: { name: 'out' } });
-  const pipeline = await engine.pipelines.create(WS, { name: 'busy', source_connector_id: source.id, destination_connector_id: sink.id, activate: true, flush_interval_ms: 100 });
+  const { clock, engine, pipeline } = await streamingFrom(busySource, 100);
   const recorded: number[] = [];
   const subscription = engine.backfills$(WS, pipeline.id).subscribe((b) => void recorded.push(b.rows_read));
   // Ten reports a second for three seconds.
