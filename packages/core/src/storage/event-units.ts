@@ -304,7 +304,9 @@ export const PACK_UNIT_SOURCE = `
 const { deflateRawSync } = require('node:zlib');
 function packUnit(pack) {
   const parts = pack.blocks.map((block) => deflateRawSync(block, { level: 1 }));
-  const header = Buffer.from(JSON.stringify(pack.ranges ? { v: 2, n: pack.count, s: pack.size, b: parts.map((part) => part.length), r: pack.ranges } : { v: 2, n: pack.count, s: pack.size, b: parts.map((part) => part.length) }));
+  const fields = { v: 2, n: pack.count, s: pack.size, b: parts.map((part) => part.length) };
+  if (pack.ranges) fields.r = pack.ranges;
+  const header = Buffer.from(JSON.stringify(fields));
   const head = Buffer.alloc(4);
   head.writeUInt32LE(header.length, 0);
   return Buffer.concat([head, header, ...parts]);
